@@ -944,6 +944,22 @@ ldmatrix_x4!(
     ldmatrix_x4_trans, ".trans"
 );
 
+/// `ldmatrix.sync.aligned.m8n8.x2.shared.b16`: the `mma` B fragment of a 16x8 tile of a `[N, K]`
+/// (K-contiguous) matrix, when lane `l` addresses row `l % 8`, column `8 * (l / 8 % 2)`.
+#[inline(always)]
+pub fn ldmatrix_x2(addr: u32) -> [u32; 2] {
+    let (a, b): (u32, u32);
+    unsafe {
+        asm!(
+            "ldmatrix.sync.aligned.m8n8.x2.shared.b16 {{{a}, {b}}}, [{addr}];",
+            a = out(reg32) a, b = out(reg32) b,
+            addr = in(reg32) addr,
+            options(nostack, readonly),
+        )
+    };
+    [a, b]
+}
+
 /// `ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16`: the `mma` B fragment of a 16x8 tile of a
 /// row-major `[K, N]` matrix, when lane `l` addresses row `l % 16` (column 0 of the tile).
 #[inline(always)]

@@ -104,8 +104,8 @@ impl DevGen<'_> {
         let compute = if let Some((fill, ar)) = &reg_a {
             let (setup, issue, finish) = self.wgmma_compute_rs(layout, kk, &out, sb, staging_b, ar);
             quote!({ #fill #setup #issue #finish })
-        } else if (staging_a, staging_b) == (Staging::Rows, Staging::Rows) {
-            self.mma_compute(a, layout, kk, &out, sa, sb)
+        } else if !matches!(layout, Layout::Mma { wg: true, .. }) {
+            self.mma_compute(a, layout, kk, &out, (sa, sb), [Orient::Fixed(staging_a), Orient::Fixed(staging_b)])
         } else {
             let (setup, issue, finish) = self.wgmma_compute(a, layout, kk, &out, (sa, sb), None, [staging_a, staging_b]);
             quote!({ #setup #issue #finish })
@@ -184,16 +184,19 @@ impl DevGen<'_> {
     }
 
     /// The inner loop of a tensor-core `dot` over operands staged (swizzled) at shared addresses
-    /// `sa` (`[M, kk]`) and `sb` (`[kk, N]`), accumulating into the `mma`-layout array `acc`.
-    /// Unrolled over the `kk / 16` steps: A fragments with `ldmatrix.x4`, the B fragments of two
-    /// adjacent 8-column tiles with one `ldmatrix.x4.trans` (`x2.trans` for an odd last tile).
-    pub(super) fn mma_compute(&self, a: ExprId, layout: Layout, kk: usize, acc: &Ident, sa: TokenStream, sb: TokenStream) -> TokenStream {
+    /// `sa` (A, `[M, kk]`) and `sb` (B, `[kk, N]`), each as `orient` says, accumulating into the
+    /// `mma`-layout array `acc`. Unrolled over the `kk / 16` steps: A fragments with `ldmatrix.x4`
+    /// (`.trans` from a transposed staging), the B fragments of two adjacent 8-column tiles with
+    /// one `ldmatrix.x4.trans` (plain from a transposed staging; `x2` for an odd last tile). An
+    /// operand staged as chosen at run time reads with one predicated instruction of each kind.
+    pub(super) fn mma_compute(&self, a: ExprId, layout: Layout, kk: usize, acc: &Ident, (sa, sb): (TokenStream, TokenStream), orient: [Orient; 2]) -> TokenStream {
         let d = &self.d;
         let Layout::Mma { wn, tm, tn, n, wg, .. } = layout else { return quote!() };
         if wg {
             let (setup, issue, finish) = self.wgmma_compute(a, layout, kk, acc, (sa, sb), None, [Staging::Rows; 2]);
             return quote!({ #setup #issue #finish });
         }
+        let m = self.shapes[a][0];
         let mma = if self.k.exprs[a].ty.dtype() == Some(DType::BF16) { quote!(#d::mma_bf16) } else { quote!(#d::mma_f16) };
         let wtm = tm * 16;
         // The `tm` tiles of B fragment `frag` at column tile `j` (a `usize` expression).
@@ -209,26 +212,36 @@ impl DevGen<'_> {
             )
         };
         // One 16-wide step `__ks` of K: the A fragments of the `tm` row tiles, then the B
-        // fragments of column tiles `2 __jp, 2 __jp + 1` (and of an odd last one).
-        let a_idx = Self::swz_chunk(kk, quote!((__warp / #wn) * #wtm + __i * 16 + __lane % 16), quote!(__ks * 2 + __lane / 16));
-        let a_frags = self.unrolled(tm, quote!(__i), quote!(__af[__i] = #d::ldmatrix_x4(__sa + (#a_idx * 2) as u32);));
-        let pair_idx = Self::swz_chunk(n, quote!(__ks * 16 + __lane % 16), quote!((__warp % #wn) * #tn + 2 * __jp + __lane / 16));
+        // fragments of column tiles `2 __jp, 2 __jp + 1` (and of an odd last one). Lane `l` gives
+        // the address of row `l % 8` of matrix `l / 8`: in A's `[M, kk]` staging the matrices are
+        // (rows 0-7, 8-15) x (K 0-7, 8-15) in that order; in its `[kk, M]` staging the same
+        // matrices are read transposed from K rows; B's `[kk, N]` staging is read transposed, its
+        // `[N, kk]` staging as it is.
+        let a_rows = Self::swz_chunk(kk, quote!((__warp / #wn) * #wtm + __i * 16 + __lane % 16), quote!(__ks * 2 + __lane / 16));
+        let a_cols = Self::swz_chunk(m, quote!(__ks * 16 + (__lane / 16) * 8 + __lane % 8), quote!(((__warp / #wn) * #wtm + __i * 16) / 8 + (__lane / 8) % 2));
+        let a_load = orient[0].ldmatrix(d, quote!(__sa), (a_rows, a_cols), false, 4);
+        let a_frags = self.unrolled(tm, quote!(__i), quote!(__af[__i] = #a_load;));
+        let b_rows = |tile: TokenStream| Self::swz_chunk(n, quote!(__ks * 16 + __lane % 16), tile);
+        let b_cols = |tile: TokenStream, first: TokenStream| Self::swz_chunk(kk, quote!((#tile) * 8 + __lane % 8), first);
+        let pair_tile = quote!((__warp % #wn) * #tn + 2 * __jp);
+        let pair_load = orient[1].ldmatrix(d, quote!(__sb), (b_rows(quote!(#pair_tile + __lane / 16)), b_cols(quote!(#pair_tile + __lane / 16), quote!(__ks * 2 + (__lane / 8) % 2))), true, 4);
         let (m0, m1) = (mmas(quote!(2 * __jp), quote!([__bq[0], __bq[1]])), mmas(quote!(2 * __jp + 1), quote!([__bq[2], __bq[3]])));
         let pairs = self.unrolled(
             tn / 2,
             quote!(__jp),
             quote! {
-                let __bq = #d::ldmatrix_x4_trans(__sb + (#pair_idx * 2) as u32);
+                let __bq = #pair_load;
                 #m0
                 #m1
             },
         );
         let odd = (tn % 2 == 1).then(|| {
             let j = tn - 1;
-            let idx = Self::swz_chunk(n, quote!(__ks * 16 + __lane % 16), quote!((__warp % #wn) * #tn + #j));
+            let tile = quote!((__warp % #wn) * #tn + #j);
+            let load = orient[1].ldmatrix(d, quote!(__sb), (b_rows(tile.clone()), b_cols(tile, quote!(__ks * 2 + (__lane / 8) % 2))), true, 2);
             let m = mmas(quote!(#j), quote!(__bq));
             quote! {
-                let __bq = #d::ldmatrix_x2_trans(__sb + (#idx * 2) as u32);
+                let __bq = #load;
                 #m
             }
         });

@@ -1,7 +1,7 @@
 //! Where the operands of tensor-core `dot`s come from outside the software-pipelined K loop
 //! (`pipeline.rs`): each is copied into a swizzled tile of shared memory, as the kernel's block
-//! (`Staging::Rows`) or transposed (`Staging::Cols`, for `wgmma` operands loaded from memory
-//! that is contiguous down their columns, read with the instruction's transpose bit). In a loop,
+//! (`Staging::Rows`) or transposed (`Staging::Cols`, for operands loaded from memory that is
+//! contiguous down their columns, read with `wgmma`'s transpose bit or `ldmatrix.trans`). In a loop,
 //! an operand the loop does not change is copied once before it (*resident*), and an operand
 //! loaded from addresses that depend only on the loop variable and values the loop does not
 //! change is copied one iteration *ahead*, into the other of two buffers, while the iteration
@@ -21,9 +21,8 @@ pub(super) struct Ahead {
 impl DevGen<'_> {
     /// The tile and staging of operand `x` (`[rows, inner]`) of a `dot` in `layout`.
     pub(super) fn operand_tile(&self, x: ExprId, layout: Layout, rows: usize, inner: usize) -> (Tile, Staging) {
-        let wg = matches!(layout, Layout::Mma { wg: true, .. });
         let down = self.load_of(x).is_some_and(|l| matches!(self.k.exprs[l].kind, ExprKind::Load { ptr, .. } if self.contiguous_down(ptr)));
-        if wg && down && rows.is_multiple_of(8) {
+        if down && rows.is_multiple_of(8) {
             (Tile::of(layout, inner, rows), Staging::Cols)
         } else {
             (Tile::of(layout, rows, inner), Staging::Rows)
@@ -130,7 +129,7 @@ impl DevGen<'_> {
 
     /// Whether the mask `m` of a 2-D load may change along axis `axis` of the load (it may have
     /// fewer dimensions: it broadcasts, right-aligned).
-    fn mask_varies(&self, load: ExprId, m: ExprId, axis: usize) -> bool {
+    pub(super) fn mask_varies(&self, load: ExprId, m: ExprId, axis: usize) -> bool {
         let (nl, nm) = (self.shapes[load].len(), self.shapes[m].len());
         (axis + nm).checked_sub(nl).is_some_and(|a| self.varies_along(m, a))
     }
@@ -242,7 +241,7 @@ impl DevGen<'_> {
         let scope = self.enter_iteration(0, Layout::Cyclic);
         let at = |i: usize| At::Flat(quote!((__f0 + #i)));
         // A pointer block that steps by one element along the row needs only the chunk's ends.
-        let unit = matches!(self.strides(ptr).as_deref(), Some([.., affine::Stride::Const(1)]));
+        let unit = matches!(self.strides(ptr).as_deref(), Some([.., plan::affine::Stride::Const(1)]));
         let tested: Vec<usize> = if unit { vec![0, 7] } else { (0..8).collect() };
         let ptrs: Vec<TokenStream> = tested.iter().map(|i| self.operand(load, ptr, &at(*i))).collect();
         let masks: Vec<TokenStream> = match mask {

@@ -168,7 +168,8 @@ impl DevGen<'_> {
                 quote!(#d::smem_addr() + (#c_base + __cb * #c_stride) as u32),
                 quote!(#d::smem_addr() + (#c_base + __cb * #c_stride + #c_a) as u32),
             );
-            (quote!(), self.mma_compute(plan.a, plan.layout, kk, &acc, sa, sb), quote!())
+            let orient = |oi: usize| if plan.ops[oi].transposable { Orient::Runtime(format_ident!("__cols{}", oi)) } else { Orient::Fixed(Staging::Rows) };
+            (quote!(), self.mma_compute(plan.a, plan.layout, kk, &acc, (sa, sb), [orient(0), orient(1)]), quote!())
         };
         let (s, e, st) = (self.ev(start, &At::Own), self.ev(end, &At::Own), self.ev(step, &At::Own));
         let lc = LoopCode { stages, wg, fence, compute, finish, widen: widen.then_some(widen_ops), var_id, var_t, issue_ops, fast_ops, proofs };

@@ -425,7 +425,7 @@ fn instance_descriptions_parse_as_the_manifests_instances() {
 
 /// The per-axis strides of each store's pointer block, and whether its value varies along axis
 /// 0 and axis 1, of the first instance of `src`, in program order.
-fn store_strides(src: &str) -> Vec<(Option<Vec<super::affine::Stride>>, bool, bool)> {
+fn store_strides(src: &str) -> Vec<(Option<Vec<super::plan::affine::Stride>>, bool, bool)> {
     let (_, inst) = expand("BLOCK = [64]", src);
     let (k, vals, warps, stages) = &inst[0];
     let p = plan_of(k, vals, *warps, *stages, Target::Sm80);
@@ -441,7 +441,7 @@ fn store_strides(src: &str) -> Vec<(Option<Vec<super::affine::Stride>>, bool, bo
 
 #[test]
 fn affine_pointer_blocks_have_strides_per_axis() {
-    use super::affine::Stride::{Const, Runtime};
+    use super::plan::affine::Stride::{Const, Runtime};
     let got = store_strides(
         r#"fn k<const BLOCK: i32>(y: Ptr<f32>, n: i32) {
             let rows = arange(0, BLOCK);
@@ -539,6 +539,11 @@ fn plans_schedule_each_loop() {
         assert_eq!(p.layouts[pp.acc], pp.layout);
         assert_eq!(matches!(pp.layout, Layout::Mma { wg: true, .. }), target == Target::Sm90a, "{target:?}");
         assert!(p.split_loop.is_some() && p.split.is_none(), "a plain entry of a splittable loop");
+        // On `mma.sync`, B (whose `% N` columns hide its strides) may be staged transposed, as
+        // chosen at run time; A's rows are contiguous (`+ offs_k`). `wgmma` takes transposed
+        // operands through tensor maps.
+        let transposable: Vec<bool> = pp.ops.iter().map(|o| o.transposable).collect();
+        assert_eq!(transposable, [false, target == Target::Sm80], "{target:?}");
     }
     // A store in the body: the loop runs as written, nothing copied ahead of the store.
     let (_, inst) = expand("", &matmul(3, 32, "store(c_ptr + offs_m, offs_m.to::<f16>());"));

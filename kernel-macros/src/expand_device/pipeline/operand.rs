@@ -3,6 +3,8 @@
 //! chunk per iteration (`cp.async` when it is contiguous, aligned, unmasked and in bounds, else
 //! element by element), the unchecked version for loops whose accesses are proven in bounds
 //! before the loop, the widening of 8-bit chunks, and the operand's tensor-map copy (sm_90a).
+//! A transposable operand's chunks run along its rows or down its columns (into the transposed
+//! tile), as chosen once before the loop from the addresses of the block's first elements.
 
 use super::*;
 
@@ -37,7 +39,28 @@ impl DevGen<'_> {
         let e = self.elem(&k.exprs[op.x].ty);
         let chunks = op.numel / 8;
         let per_thread = chunks.div_ceil(threads);
-        let at = |i: usize| At::Flat(quote!((__f0 + #i)));
+        let (rows, inner) = (op.numel / op.inner, op.inner);
+        // A transposable operand's staging, chosen before the loop (`__cols<oi>`): its chunks
+        // run along the rows or, transposed, down the columns. `flat(i)`: the row-major flat
+        // index of element `i` of the chunk that starts at `__f0` in the staging's order.
+        let cols = op.transposable.then(|| format_ident!("__cols{}", oi));
+        let flat = |i: TokenStream| match &cols {
+            None => quote!((__f0 + #i)),
+            Some(c) => quote!((if #c { (__f0 % #rows + #i) * #inner + __f0 / #rows } else { __f0 + #i })),
+        };
+        let at = |i: usize| At::Flat(flat(quote!(#i)));
+        if let Some(c) = &cols {
+            let bytes = elem_size(&k.exprs[op.x].ty.elem);
+            let (p0, p1, pr) = (self.ev(op.base, &At::Flat(quote!(0usize))), self.ev(op.base, &At::Flat(quote!(1usize))), self.ev(op.base, &At::Flat(quote!(#inner))));
+            pre.push(quote! {
+                // Transposed when the elements of a column are consecutive and those of a row are
+                // not (the same in every thread: the first row and column of the block).
+                let #c: bool = {
+                    let (__q0, __q1, __qr) = (#p0, #p1, #pr);
+                    (__q1 as usize) != (__q0 as usize) + #bytes && (__qr as usize) == (__q0 as usize) + #bytes
+                };
+            });
+        }
         let bases: Vec<TokenStream> = (0..8).map(|i| self.ev(op.base, &at(i))).collect();
         // A base `scalar_ptr + offsets` keeps one integer offset per chunk (one register for
         // i32) instead of a 64-bit pointer. A chunk that is not contiguous is marked (offset
@@ -57,7 +80,7 @@ impl DevGen<'_> {
         // A chunk's bytes: 16 (one `cp.async` of 16 bytes), or 8 for a widened operand.
         let chunk_bytes = proc_macro2::Literal::usize_unsuffixed(8 * size);
         let guard = |jc: usize, body: TokenStream| chunk_guard(threads, chunks, jc, body);
-        let (pre_bases, chunk_ptr, proven_ptr) = self.chunk_bases(op, oi, split, &bases, &e, (per_thread, chunks));
+        let (pre_bases, chunk_ptr, proven_ptr) = self.chunk_bases(op, oi, split, (&bases, &at), &e, (per_thread, chunks));
         pre.push(pre_bases);
         let off_expr = match (op.affine, op.step) {
             (Some(l), Some(_)) => {
@@ -72,7 +95,14 @@ impl DevGen<'_> {
             (None, _) => quote!(0i64),
         };
         let tile_off = base_off + if oi == 0 { 0 } else { tile_a };
-        let s0 = Tile::of(plan.layout, op.numel / op.inner, op.inner).index(quote!(__f0));
+        let s0 = Tile::of(plan.layout, rows, inner).index(quote!(__f0));
+        let s0 = match &cols {
+            None => s0,
+            Some(c) => {
+                let s0c = Tile::of(plan.layout, inner, rows).index(quote!(__f0));
+                quote!((if #c { #s0c } else { #s0 }))
+            }
+        };
         // The widening of this thread's chunks of buffer `__cb` into f16 tile `__pr`.
         if widen {
             let f16_tile = f16_off + if oi == 0 { 0 } else { f16_a };
@@ -105,7 +135,7 @@ impl DevGen<'_> {
         let (open, close) = (self.chunk_check_open(ptr_block, &e), self.chunk_check_close(ptr_block, span));
         // The element path of a chunk is a loop (not unrolled: its trip count is opaque), so
         // that the rarely taken code stays small and the K loop fits the instruction cache.
-        let at_i = At::Flat(quote!((__f0 + __i)));
+        let at_i = At::Flat(flat(quote!(__i)));
         let (b_i, m_i, o_i) = (
             self.ev(op.base, &at_i),
             op.mask.map(|mk| self.operand(op.load, mk, &at_i)).unwrap_or(quote!(true)),
@@ -134,7 +164,16 @@ impl DevGen<'_> {
             #close
         };
         let all = match op.mask {
-            Some(mk) => self.load_chunk_all(op.load, mk, &quote!(__f0), 8).unwrap_or_else(|| quote!((true #(&& #masks)*))),
+            Some(mk) => {
+                let along = self.load_chunk_all(op.load, mk, &quote!(__f0), 8).unwrap_or_else(|| quote!((true #(&& #masks)*)));
+                match &cols {
+                    None => along,
+                    Some(c) => {
+                        let down = if self.mask_varies(op.load, mk, 0) { quote!((true #(&& #masks)*)) } else { masks[0].clone() };
+                        quote!((if #c { #down } else { #along }))
+                    }
+                }
+            }
             None => quote!(true),
         };
         // The unchecked element path, for the loop version whose accesses are all proven in
@@ -255,9 +294,8 @@ impl DevGen<'_> {
     /// pointer of a `split` base `p + offsets`, per chunk; `bases`: the base at the chunk's 8
     /// elements) and the range of the offsets (`__lo<oi>`, `__hi<oi>`); and a chunk's base pointer
     /// in the loop, checked (misaligned when the chunk is not contiguous) and proven.
-    fn chunk_bases(&self, op: &PipeOp, oi: usize, split: Option<(ExprId, ExprId)>, bases: &[TokenStream], e: &TokenStream, (per_thread, chunks): (usize, usize)) -> (TokenStream, ChunkPtr<'_>, ChunkPtr<'_>) {
+    fn chunk_bases(&self, op: &PipeOp, oi: usize, split: Option<(ExprId, ExprId)>, (bases, at): (&[TokenStream], &dyn Fn(usize) -> At), e: &TokenStream, (per_thread, chunks): (usize, usize)) -> (TokenStream, ChunkPtr<'_>, ChunkPtr<'_>) {
         let (k, d, threads) = (self.k, &self.d, self.threads);
-        let at = |i: usize| At::Flat(quote!((__f0 + #i)));
         let (pb, lo, hi) = (format_ident!("__pb{}", oi), format_ident!("__lo{}", oi), format_ident!("__hi{}", oi));
         let p_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__p{}", i)).collect();
         let size = elem_size(&k.exprs[op.x].ty.elem);

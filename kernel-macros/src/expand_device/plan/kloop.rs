@@ -20,6 +20,11 @@ pub(crate) struct PipeOp {
     pub(crate) numel: usize,
     /// Elements per row.
     pub(crate) inner: usize,
+    /// Whether the operand may be staged transposed (`Staging::Cols`), chosen at run time per
+    /// block: an `mma.sync` operand (not widened) that may be contiguous down its columns for
+    /// some launches (a transposed view: not known to be contiguous along its rows). Its chunks
+    /// then run down the columns and the product reads it with `ldmatrix.trans`.
+    pub(crate) transposable: bool,
 }
 
 /// A software-pipelined K loop: a body of two single-use `load`s feeding one tensor-core
@@ -49,7 +54,7 @@ impl PipePlan {
             write!(f, "; tensor maps from slot {}: {}", self.mem.first_map, maps.join(", "))?;
         }
         for (op, name) in self.ops.iter().zip(["A", "B"]) {
-            write!(f, "; {name} {} ({} elements, rows of {})", k.expr_text(op.load), op.numel, op.inner)?;
+            write!(f, "; {name} {} ({} elements, rows of {}{})", k.expr_text(op.load), op.numel, op.inner, if op.transposable { ", transposable" } else { "" })?;
         }
         for (l, step, sub) in &self.steps {
             write!(f, "; %{}.{l} {} {}", k.locals[*l].name, if *sub { "-=" } else { "+=" }, k.expr_text(*step))?;
@@ -213,9 +218,22 @@ impl DevicePlan<'_> {
                 return None;
             }
             let step = affine.and_then(|l| steps.iter().find(|s| s.0 == l).map(|s| (s.1, s.2)));
-            ops.push(PipeOp { x, load, base, affine, step, mask, other, numel: self.numel(x), inner });
+            let transposable = self.transposable(x, base, layout, inner);
+            ops.push(PipeOp { x, load, base, affine, step, mask, other, numel: self.numel(x), inner, transposable });
         }
         Some(PipePlan { acc, layout, a, kk: self.shapes[a][1], m: self.shapes[a][0], ops, steps, mem: Default::default() })
+    }
+
+    /// Whether pipelined operand `x` (rows of `inner` elements at pointers `base`) may be staged
+    /// transposed (see [`PipeOp::transposable`]): `mma.sync` reads either staging, `wgmma`'s
+    /// transposed operands come through tensor maps (`smem.rs`).
+    fn transposable(&self, x: ExprId, base: ExprId, layout: Layout, inner: usize) -> bool {
+        use super::affine::Stride;
+        let rows = self.numel(x) / inner;
+        // Not when the rows are known to be contiguous, nor when the columns are known not to be
+        // (rows wrapped with `%` have no stride: the run-time test decides).
+        let down = self.stride_along(base, 1) != Some(Stride::Const(1)) && !matches!(self.stride_along(base, 0), Some(Stride::Const(s)) if s != 1);
+        matches!(layout, Layout::Mma { wg: false, .. }) && !self.is_widened(x) && rows.is_multiple_of(8) && rows >= 16 && inner >= 16 && down
     }
 
     /// The `dot`s of the top-level statements of a loop body.

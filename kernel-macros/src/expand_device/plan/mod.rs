@@ -33,6 +33,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 
 pub(crate) mod abi;
+pub(crate) mod affine;
 pub(crate) mod barriers;
 mod kloop;
 mod layout;

@@ -434,6 +434,111 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
         __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
           && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
       };
+      let __cols1: bool = {
+        let (__q0, __q1, __qr) = (
+          ::kernel_std::__private::device::ptr_add(
+            __p_b_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_N,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = 0usize;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            __p_b_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 1usize;
+                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_N,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = 1usize;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            __p_b_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 32usize;
+                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_N,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = 32usize;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            ),
+          ),
+        );
+        (__q1 as usize) != (__q0 as usize) + 2usize
+          && (__qr as usize) == (__q0 as usize) + 2usize
+      };
       let mut __pb1: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
       let mut __lo1: i64 = i64::MAX;
       let mut __hi1: i64 = i64::MIN;
@@ -447,7 +552,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -464,7 +573,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 0usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
+                    } else {
+                      __f0 + 0usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -477,7 +590,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -494,7 +611,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 1usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
+                    } else {
+                      __f0 + 1usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -507,7 +628,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -524,7 +649,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 2usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
+                    } else {
+                      __f0 + 2usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -537,7 +666,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -554,7 +687,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 3usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
+                    } else {
+                      __f0 + 3usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -567,7 +704,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -584,7 +725,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 4usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
+                    } else {
+                      __f0 + 4usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -597,7 +742,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -614,7 +763,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 5usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
+                    } else {
+                      __f0 + 5usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -627,7 +780,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -644,7 +801,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 6usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
+                    } else {
+                      __f0 + 6usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -657,7 +818,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -674,7 +839,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 7usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
+                    } else {
+                      __f0 + 7usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -761,7 +930,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -778,7 +951,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 0usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
+                    } else {
+                      __f0 + 0usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -791,7 +968,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -808,7 +989,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 1usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
+                    } else {
+                      __f0 + 1usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -821,7 +1006,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -838,7 +1027,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 2usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
+                    } else {
+                      __f0 + 2usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -851,7 +1044,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -868,7 +1065,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 3usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
+                    } else {
+                      __f0 + 3usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -881,7 +1082,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -898,7 +1103,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 4usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
+                    } else {
+                      __f0 + 4usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -911,7 +1120,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -928,7 +1141,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 5usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
+                    } else {
+                      __f0 + 5usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -941,7 +1158,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -958,7 +1179,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 6usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
+                    } else {
+                      __f0 + 6usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -971,7 +1196,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -988,7 +1217,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 7usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
+                    } else {
+                      __f0 + 7usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1275,32 +1508,223 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -1317,7 +1741,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1339,7 +1767,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 32usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
@@ -1356,7 +1788,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -1394,32 +1830,223 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -1436,7 +2063,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1458,7 +2089,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 32usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
@@ -1475,7 +2110,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -1674,32 +2313,223 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -1716,7 +2546,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1738,7 +2572,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 32usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
@@ -1755,7 +2593,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -1793,32 +2635,223 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -1835,7 +2868,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1857,7 +2894,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 32usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
@@ -1874,7 +2915,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -1939,15 +2984,31 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 >(
                   #[inline(always)]
                   |__jp: usize| {
-                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                      __sb
-                        + (({
-                          let __r: usize = __ks * 16 + __lane % 16;
-                          __r * 32usize
-                            + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
-                              ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) * 2) as u32,
-                    );
+                    let __bq = if __cols1 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sb
+                          + (({
+                            let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
+                              + __lane / 16) * 8 + __lane % 8;
+                            __r * 16usize
+                              + (((__ks * 2 + (__lane / 8) % 2)
+                                ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sb
+                          + (({
+                            let __r: usize = __ks * 16 + __lane % 16;
+                            __r * 32usize
+                              + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
+                                ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                     ::kernel_std::__private::device::unroll::<
                       1usize,
                       _,
@@ -2209,32 +3270,223 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -2262,7 +3514,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2284,7 +3540,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 32usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
@@ -2301,7 +3561,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2370,32 +3634,223 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -2423,7 +3878,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2445,7 +3904,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 32usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
@@ -2462,7 +3925,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2734,32 +4201,223 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -2787,7 +4445,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2809,7 +4471,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 32usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
@@ -2826,7 +4492,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2895,32 +4565,223 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -2948,7 +4809,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2970,7 +4835,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 32usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
@@ -2987,7 +4856,11 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -3073,15 +4946,31 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 >(
                   #[inline(always)]
                   |__jp: usize| {
-                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                      __sb
-                        + (({
-                          let __r: usize = __ks * 16 + __lane % 16;
-                          __r * 32usize
-                            + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
-                              ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) * 2) as u32,
-                    );
+                    let __bq = if __cols1 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sb
+                          + (({
+                            let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
+                              + __lane / 16) * 8 + __lane % 8;
+                            __r * 16usize
+                              + (((__ks * 2 + (__lane / 8) % 2)
+                                ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sb
+                          + (({
+                            let __r: usize = __ks * 16 + __lane % 16;
+                            __r * 32usize
+                              + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
+                                ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                     ::kernel_std::__private::device::unroll::<
                       1usize,
                       _,

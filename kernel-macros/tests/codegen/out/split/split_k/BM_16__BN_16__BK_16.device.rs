@@ -432,6 +432,111 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
         __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
           && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
       };
+      let __cols1: bool = {
+        let (__q0, __q1, __qr) = (
+          ::kernel_std::__private::device::ptr_add(
+            __p_b_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_N,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = 0usize;
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            __p_b_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 1usize;
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_N,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = 1usize;
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            __p_b_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 16usize;
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_N,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = 16usize;
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            ),
+          ),
+        );
+        (__q1 as usize) != (__q0 as usize) + 2usize
+          && (__qr as usize) == (__q0 as usize) + 2usize
+      };
       let mut __pb1: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
       let mut __lo1: i64 = i64::MAX;
       let mut __hi1: i64 = i64::MIN;
@@ -445,7 +550,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -462,7 +571,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 0usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize
+                    } else {
+                      __f0 + 0usize
+                    });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
                 ),
@@ -475,7 +588,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -492,7 +609,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 1usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize
+                    } else {
+                      __f0 + 1usize
+                    });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
                 ),
@@ -505,7 +626,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -522,7 +647,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 2usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize
+                    } else {
+                      __f0 + 2usize
+                    });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
                 ),
@@ -535,7 +664,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -552,7 +685,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 3usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize
+                    } else {
+                      __f0 + 3usize
+                    });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
                 ),
@@ -565,7 +702,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -582,7 +723,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 4usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize
+                    } else {
+                      __f0 + 4usize
+                    });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
                 ),
@@ -595,7 +740,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -612,7 +761,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 5usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize
+                    } else {
+                      __f0 + 5usize
+                    });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
                 ),
@@ -625,7 +778,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -642,7 +799,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 6usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize
+                    } else {
+                      __f0 + 6usize
+                    });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
                 ),
@@ -655,7 +816,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -672,7 +837,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 7usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize
+                    } else {
+                      __f0 + 7usize
+                    });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
                 ),
@@ -959,32 +1128,223 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 16usize;
-                        __r * 16usize
-                          + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -1001,7 +1361,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 16usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1023,7 +1387,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 16usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
@@ -1040,7 +1408,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                                     }) as i32,
                                   ),
@@ -1239,32 +1611,223 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 16usize;
-                        __r * 16usize
-                          + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -1281,7 +1844,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 16usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1303,7 +1870,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 16usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
@@ -1320,7 +1891,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                                     }) as i32,
                                   ),
@@ -1385,15 +1960,31 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                 >(
                   #[inline(always)]
                   |__jp: usize| {
-                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                      __sb
-                        + (({
-                          let __r: usize = __ks * 16 + __lane % 16;
-                          __r * 16usize
-                            + ((((__warp % 1usize) * 2usize + 2 * __jp + __lane / 16)
-                              ^ ((__r / 4usize) % 2usize)) * 8)
-                        }) * 2) as u32,
-                    );
+                    let __bq = if __cols1 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sb
+                          + (({
+                            let __r: usize = ((__warp % 1usize) * 2usize + 2 * __jp
+                              + __lane / 16) * 8 + __lane % 8;
+                            __r * 16usize
+                              + (((__ks * 2 + (__lane / 8) % 2)
+                                ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sb
+                          + (({
+                            let __r: usize = __ks * 16 + __lane % 16;
+                            __r * 16usize
+                              + ((((__warp % 1usize) * 2usize + 2 * __jp + __lane / 16)
+                                ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                     ::kernel_std::__private::device::unroll::<
                       1usize,
                       _,
@@ -1655,32 +2246,223 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 16usize;
-                        __r * 16usize
-                          + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -1708,7 +2490,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 16usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1730,7 +2516,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 16usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
@@ -1747,7 +2537,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2019,32 +2813,223 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 16usize;
-                        __r * 16usize
-                          + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -2072,7 +3057,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 16usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2094,7 +3083,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 16usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
@@ -2111,7 +3104,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2197,15 +3194,31 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                 >(
                   #[inline(always)]
                   |__jp: usize| {
-                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                      __sb
-                        + (({
-                          let __r: usize = __ks * 16 + __lane % 16;
-                          __r * 16usize
-                            + ((((__warp % 1usize) * 2usize + 2 * __jp + __lane / 16)
-                              ^ ((__r / 4usize) % 2usize)) * 8)
-                        }) * 2) as u32,
-                    );
+                    let __bq = if __cols1 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sb
+                          + (({
+                            let __r: usize = ((__warp % 1usize) * 2usize + 2 * __jp
+                              + __lane / 16) * 8 + __lane % 8;
+                            __r * 16usize
+                              + (((__ks * 2 + (__lane / 8) % 2)
+                                ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sb
+                          + (({
+                            let __r: usize = __ks * 16 + __lane % 16;
+                            __r * 16usize
+                              + ((((__warp % 1usize) * 2usize + 2 * __jp + __lane / 16)
+                                ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                     ::kernel_std::__private::device::unroll::<
                       1usize,
                       _,

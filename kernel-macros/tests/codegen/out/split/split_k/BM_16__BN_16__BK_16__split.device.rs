@@ -488,6 +488,111 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
         __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
           && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
       };
+      let __cols1: bool = {
+        let (__q0, __q1, __qr) = (
+          ::kernel_std::__private::device::ptr_add(
+            __p_b_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_N,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = 0usize;
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            __p_b_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 1usize;
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_N,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = 1usize;
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            __p_b_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 16usize;
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_N,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = 16usize;
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            ),
+          ),
+        );
+        (__q1 as usize) != (__q0 as usize) + 2usize
+          && (__qr as usize) == (__q0 as usize) + 2usize
+      };
       let mut __pb1: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
       let mut __lo1: i64 = i64::MAX;
       let mut __hi1: i64 = i64::MIN;
@@ -501,7 +606,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -518,7 +627,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 0usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize
+                    } else {
+                      __f0 + 0usize
+                    });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
                 ),
@@ -531,7 +644,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -548,7 +665,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 1usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize
+                    } else {
+                      __f0 + 1usize
+                    });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
                 ),
@@ -561,7 +682,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -578,7 +703,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 2usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize
+                    } else {
+                      __f0 + 2usize
+                    });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
                 ),
@@ -591,7 +720,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -608,7 +741,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 3usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize
+                    } else {
+                      __f0 + 3usize
+                    });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
                 ),
@@ -621,7 +758,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -638,7 +779,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 4usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize
+                    } else {
+                      __f0 + 4usize
+                    });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
                 ),
@@ -651,7 +796,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -668,7 +817,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 5usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize
+                    } else {
+                      __f0 + 5usize
+                    });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
                 ),
@@ -681,7 +834,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -698,7 +855,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 6usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize
+                    } else {
+                      __f0 + 6usize
+                    });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
                 ),
@@ -711,7 +872,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
               ),
@@ -728,7 +893,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 7usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize
+                    } else {
+                      __f0 + 7usize
+                    });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
                 ),
@@ -1015,32 +1184,223 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 16usize;
-                        __r * 16usize
-                          + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -1057,7 +1417,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 16usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1079,7 +1443,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 16usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
@@ -1096,7 +1464,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                                     }) as i32,
                                   ),
@@ -1295,32 +1667,223 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 16usize;
-                        __r * 16usize
-                          + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -1337,7 +1900,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 16usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1359,7 +1926,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 16usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
@@ -1376,7 +1947,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                                     }) as i32,
                                   ),
@@ -1441,15 +2016,31 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                 >(
                   #[inline(always)]
                   |__jp: usize| {
-                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                      __sb
-                        + (({
-                          let __r: usize = __ks * 16 + __lane % 16;
-                          __r * 16usize
-                            + ((((__warp % 1usize) * 2usize + 2 * __jp + __lane / 16)
-                              ^ ((__r / 4usize) % 2usize)) * 8)
-                        }) * 2) as u32,
-                    );
+                    let __bq = if __cols1 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sb
+                          + (({
+                            let __r: usize = ((__warp % 1usize) * 2usize + 2 * __jp
+                              + __lane / 16) * 8 + __lane % 8;
+                            __r * 16usize
+                              + (((__ks * 2 + (__lane / 8) % 2)
+                                ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sb
+                          + (({
+                            let __r: usize = __ks * 16 + __lane % 16;
+                            __r * 16usize
+                              + ((((__warp % 1usize) * 2usize + 2 * __jp + __lane / 16)
+                                ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                     ::kernel_std::__private::device::unroll::<
                       1usize,
                       _,
@@ -1711,32 +2302,223 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 16usize;
-                        __r * 16usize
-                          + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -1764,7 +2546,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 16usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1786,7 +2572,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 16usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
@@ -1803,7 +2593,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2075,32 +2869,223 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 16usize;
-                        __r * 16usize
-                          + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -2128,7 +3113,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 16usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2150,7 +3139,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 16usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
@@ -2167,7 +3160,11 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2253,15 +3250,31 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                 >(
                   #[inline(always)]
                   |__jp: usize| {
-                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                      __sb
-                        + (({
-                          let __r: usize = __ks * 16 + __lane % 16;
-                          __r * 16usize
-                            + ((((__warp % 1usize) * 2usize + 2 * __jp + __lane / 16)
-                              ^ ((__r / 4usize) % 2usize)) * 8)
-                        }) * 2) as u32,
-                    );
+                    let __bq = if __cols1 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sb
+                          + (({
+                            let __r: usize = ((__warp % 1usize) * 2usize + 2 * __jp
+                              + __lane / 16) * 8 + __lane % 8;
+                            __r * 16usize
+                              + (((__ks * 2 + (__lane / 8) % 2)
+                                ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sb
+                          + (({
+                            let __r: usize = __ks * 16 + __lane % 16;
+                            __r * 16usize
+                              + ((((__warp % 1usize) * 2usize + 2 * __jp + __lane / 16)
+                                ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                     ::kernel_std::__private::device::unroll::<
                       1usize,
                       _,

@@ -799,15 +799,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
           for __jc in 0..2usize {
             let __c = __jc * 256usize + __tid;
             if __c < 512usize {
-              let __f0 = __c * 8;
-              let __s0: usize = ({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 32usize;
-                  __r * 32usize
-                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                }) + __sf % 8
-              });
+              let __r0: usize = (__c % 16usize) * 8;
+              let __col: usize = __c / 16usize;
               let __p0 = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   k_base_5,
@@ -817,7 +810,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 0usize);
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -828,157 +821,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 32usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p1 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 32usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p2 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 32usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p3 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 32usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p4 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 32usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p5 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 32usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p6 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                       0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -992,7 +835,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 7usize);
+                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -1003,50 +846,25 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                       0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
-              let __all = {
-                let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   start_n_17,
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = (__f0);
+                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                         0usize + ((__pf / 1usize) % 32usize) * 1usize
                       }) as i32,
                     ),
-                );
-                let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                  start_n_17,
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __c4 = __p_n_ctx;
-                <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x3,
-                  __x2,
-                )
-                  && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x3,
-                    __c4,
-                  )
-              };
-              if __all && (__p0 as usize) % 16 == 0
-                && (__p1 as usize) == (__p0 as usize) + 2usize
-                && (__p2 as usize) == (__p0 as usize) + 4usize
-                && (__p3 as usize) == (__p0 as usize) + 6usize
-                && (__p4 as usize) == (__p0 as usize) + 8usize
-                && (__p5 as usize) == (__p0 as usize) + 10usize
-                && (__p6 as usize) == (__p0 as usize) + 12usize
-                && (__p7 as usize) == (__p0 as usize) + 14usize
+                ),
+                __p_n_ctx,
+              ) && (__p0 as usize) % 16 == 0
+                && (__p7 as usize) == (__p0 as usize) + 14
                 && ::kernel_std::__private::device::fits(
                   __p0,
                   __p_k_ptr,
@@ -1054,6 +872,15 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   8usize,
                 )
               {
+                let __s0: usize = ({
+                  let __sf: usize = (__col * 128usize + __r0);
+                  ({
+                    let __r: usize = __sf / 128usize;
+                    __r * 128usize
+                      + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                        * 8)
+                  }) + __sf % 8
+                });
                 ::kernel_std::__private::device::cp_async_16(
                   ::kernel_std::__private::device::smem_addr()
                     + ((32768usize + (0usize) * 8192usize) + __s0 * 2) as u32,
@@ -1063,7 +890,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 0usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 128usize + __r0 + 0usize);
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1074,7 +911,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 0usize);
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1085,7 +922,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 0usize);
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
@@ -1096,7 +933,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 0usize);
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1124,7 +961,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 1usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 128usize + __r0 + 1usize);
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1135,7 +982,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 1usize);
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1146,7 +993,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 1usize);
+                            let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
@@ -1157,7 +1004,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 1usize);
+                              let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1185,7 +1032,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 2usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 128usize + __r0 + 2usize);
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1196,7 +1053,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 2usize);
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1207,7 +1064,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 2usize);
+                            let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
@@ -1218,7 +1075,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 2usize);
+                              let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1246,7 +1103,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 3usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 128usize + __r0 + 3usize);
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1257,7 +1124,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 3usize);
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1268,7 +1135,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 3usize);
+                            let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
@@ -1279,7 +1146,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 3usize);
+                              let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1307,7 +1174,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 4usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 128usize + __r0 + 4usize);
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1318,7 +1195,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 4usize);
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1329,7 +1206,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 4usize);
+                            let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
@@ -1340,7 +1217,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 4usize);
+                              let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1368,7 +1245,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 5usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 128usize + __r0 + 5usize);
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1379,7 +1266,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 5usize);
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1390,7 +1277,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 5usize);
+                            let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
@@ -1401,7 +1288,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 5usize);
+                              let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1429,7 +1316,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 6usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 128usize + __r0 + 6usize);
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1440,7 +1337,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 6usize);
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1451,7 +1348,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 6usize);
+                            let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
@@ -1462,7 +1359,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 6usize);
+                              let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1490,7 +1387,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 7usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 128usize + __r0 + 7usize);
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1501,7 +1408,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 7usize);
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1512,7 +1419,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 7usize);
+                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
@@ -1523,7 +1430,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 7usize);
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -2149,15 +2056,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
               for __jc in 0..2usize {
                 let __c = __jc * 256usize + __tid;
                 if __c < 512usize {
-                  let __f0 = __c * 8;
-                  let __s0: usize = ({
-                    let __sf: usize = __f0;
-                    ({
-                      let __r: usize = __sf / 32usize;
-                      __r * 32usize
-                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                    }) + __sf % 8
-                  });
+                  let __r0: usize = (__c % 16usize) * 8;
+                  let __col: usize = __c / 16usize;
                   let __p0 = ::kernel_std::__private::device::ptr_add(
                     ::kernel_std::__private::device::ptr_add(
                       k_base_5,
@@ -2167,7 +2067,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 0usize);
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                                 0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -2178,157 +2078,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 32usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p1 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 32usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p2 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 32usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p3 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 32usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p4 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 32usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p5 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 32usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p6 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
+                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                           0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
@@ -2342,7 +2092,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 7usize);
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                                 0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -2353,50 +2103,25 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 7usize);
+                          let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                           0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
-                  let __all = {
-                    let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
                       start_n_17,
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0);
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
-                    );
-                    let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c7 = __p_n_ctx;
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x6,
-                      __x5,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x6,
-                        __c7,
-                      )
-                  };
-                  if __all && (__p0 as usize) % 16 == 0
-                    && (__p1 as usize) == (__p0 as usize) + 2usize
-                    && (__p2 as usize) == (__p0 as usize) + 4usize
-                    && (__p3 as usize) == (__p0 as usize) + 6usize
-                    && (__p4 as usize) == (__p0 as usize) + 8usize
-                    && (__p5 as usize) == (__p0 as usize) + 10usize
-                    && (__p6 as usize) == (__p0 as usize) + 12usize
-                    && (__p7 as usize) == (__p0 as usize) + 14usize
+                    ),
+                    __p_n_ctx,
+                  ) && (__p0 as usize) % 16 == 0
+                    && (__p7 as usize) == (__p0 as usize) + 14
                     && ::kernel_std::__private::device::fits(
                       __p0,
                       __p_k_ptr,
@@ -2404,6 +2129,15 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       8usize,
                     )
                   {
+                    let __s0: usize = ({
+                      let __sf: usize = (__col * 128usize + __r0);
+                      ({
+                        let __r: usize = __sf / 128usize;
+                        __r * 128usize
+                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
+                    });
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr()
                         + ((32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize)
@@ -2416,7 +2150,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .add(
                           (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 0usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 0usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2427,7 +2171,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 0usize);
+                                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2438,7 +2182,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 0usize);
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
@@ -2449,7 +2193,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 0usize);
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2479,7 +2223,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .add(
                           (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 1usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 1usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2490,7 +2244,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 1usize);
+                                      let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2501,7 +2255,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 1usize);
+                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
@@ -2512,7 +2266,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 1usize);
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2542,7 +2296,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .add(
                           (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 2usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 2usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2553,7 +2317,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 2usize);
+                                      let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2564,7 +2328,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 2usize);
+                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
@@ -2575,7 +2339,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 2usize);
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2605,7 +2369,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .add(
                           (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 3usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 3usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2616,7 +2390,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 3usize);
+                                      let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2627,7 +2401,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 3usize);
+                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
@@ -2638,7 +2412,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 3usize);
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2668,7 +2442,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .add(
                           (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 4usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 4usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2679,7 +2463,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 4usize);
+                                      let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2690,7 +2474,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 4usize);
+                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
@@ -2701,7 +2485,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 4usize);
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2731,7 +2515,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .add(
                           (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 5usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 5usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2742,7 +2536,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 5usize);
+                                      let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2753,7 +2547,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 5usize);
+                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
@@ -2764,7 +2558,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 5usize);
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2794,7 +2588,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .add(
                           (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 6usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 6usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2805,7 +2609,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 6usize);
+                                      let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2816,7 +2620,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 6usize);
+                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
@@ -2827,7 +2631,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 6usize);
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2857,7 +2661,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .add(
                           (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 7usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 7usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2868,7 +2682,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 7usize);
+                                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2879,7 +2693,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 7usize);
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
@@ -2890,7 +2704,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 7usize);
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -3521,7 +3335,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
           }
         }
         ::kernel_std::__private::device::cp_async_commit();
-        let mut __mma8: [f32; 16usize] = [0.0f32; 16usize];
+        let mut __mma2: [f32; 16usize] = [0.0f32; 16usize];
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3532,7 +3346,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma8[__j] = 0.0f32;
+            __mma2[__j] = 0.0f32;
           },
         );
         ::kernel_std::__private::device::cp_async_wait_group::<1>();
@@ -3573,13 +3387,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
               >(
                 #[inline(always)]
                 |__jp: usize| {
-                  let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                  let __bq = ::kernel_std::__private::device::ldmatrix_x4(
                     __sb
                       + (({
-                        let __r: usize = __ks * 16 + __lane % 16;
-                        __r * 32usize
-                          + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
-                            ^ ((__r / 2usize) % 4usize)) * 8)
+                        let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
+                          + __lane / 16) * 8 + __lane % 8;
+                        __r * 128usize
+                          + (((__ks * 2 + (__lane / 8) % 2)
+                            ^ ((__r / 1usize) % 8usize)) * 8)
                       }) * 2) as u32,
                   );
                   ::kernel_std::__private::device::unroll::<
@@ -3593,16 +3408,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         __af[__i],
                         [__bq[0], __bq[1]],
                         [
-                          __mma8[__b],
-                          __mma8[__b + 1],
-                          __mma8[__b + 2],
-                          __mma8[__b + 3],
+                          __mma2[__b],
+                          __mma2[__b + 1],
+                          __mma2[__b + 2],
+                          __mma2[__b + 3],
                         ],
                       );
-                      __mma8[__b] = __d[0];
-                      __mma8[__b + 1] = __d[1];
-                      __mma8[__b + 2] = __d[2];
-                      __mma8[__b + 3] = __d[3];
+                      __mma2[__b] = __d[0];
+                      __mma2[__b + 1] = __d[1];
+                      __mma2[__b + 2] = __d[2];
+                      __mma2[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
@@ -3616,16 +3431,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         __af[__i],
                         [__bq[2], __bq[3]],
                         [
-                          __mma8[__b],
-                          __mma8[__b + 1],
-                          __mma8[__b + 2],
-                          __mma8[__b + 3],
+                          __mma2[__b],
+                          __mma2[__b + 1],
+                          __mma2[__b + 2],
+                          __mma2[__b + 3],
                         ],
                       );
-                      __mma8[__b] = __d[0];
-                      __mma8[__b + 1] = __d[1];
-                      __mma8[__b + 2] = __d[2];
-                      __mma8[__b + 3] = __d[3];
+                      __mma2[__b] = __d[0];
+                      __mma2[__b + 1] = __d[1];
+                      __mma2[__b + 2] = __d[2];
+                      __mma2[__b + 3] = __d[3];
                     },
                   );
                 },
@@ -3644,10 +3459,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_20[__j] = __mma8[__j];
+            qk_20[__j] = __mma2[__j];
           },
         );
-        let __red9: [f32; 2usize] = {
+        let __red3: [f32; 2usize] = {
           let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
           ::kernel_std::__private::device::unroll::<
             16usize,
@@ -3775,7 +3590,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
               | ((__warp >> 2usize) & 1) << 6u32);
             m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
-              __red9[__j],
+              __red3[__j],
             );
           },
         );
@@ -3873,7 +3688,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
             );
           },
         );
-        let __red10: [f32; 2usize] = {
+        let __red4: [f32; 2usize] = {
           let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
             0,
           ); 2usize];
@@ -3952,7 +3767,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                 l_i_13[__j],
                 alpha_25[__j],
               ),
-              __red10[__j],
+              __red4[__j],
             );
           },
         );
@@ -3972,7 +3787,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
             );
           },
         );
-        let mut __mma11: [f32; 64usize] = [0.0f32; 64usize];
+        let mut __mma5: [f32; 64usize] = [0.0f32; 64usize];
         ::kernel_std::__private::device::unroll::<
           64usize,
           _,
@@ -3983,7 +3798,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
               + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma11[__j] = acc_14[__j];
+            __mma5[__j] = acc_14[__j];
           },
         );
         ::kernel_std::__private::device::unroll::<
@@ -4075,16 +3890,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         __af[__i],
                         [__bq[0], __bq[1]],
                         [
-                          __mma11[__b],
-                          __mma11[__b + 1],
-                          __mma11[__b + 2],
-                          __mma11[__b + 3],
+                          __mma5[__b],
+                          __mma5[__b + 1],
+                          __mma5[__b + 2],
+                          __mma5[__b + 3],
                         ],
                       );
-                      __mma11[__b] = __d[0];
-                      __mma11[__b + 1] = __d[1];
-                      __mma11[__b + 2] = __d[2];
-                      __mma11[__b + 3] = __d[3];
+                      __mma5[__b] = __d[0];
+                      __mma5[__b + 1] = __d[1];
+                      __mma5[__b + 2] = __d[2];
+                      __mma5[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
@@ -4098,16 +3913,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         __af[__i],
                         [__bq[2], __bq[3]],
                         [
-                          __mma11[__b],
-                          __mma11[__b + 1],
-                          __mma11[__b + 2],
-                          __mma11[__b + 3],
+                          __mma5[__b],
+                          __mma5[__b + 1],
+                          __mma5[__b + 2],
+                          __mma5[__b + 3],
                         ],
                       );
-                      __mma11[__b] = __d[0];
-                      __mma11[__b + 1] = __d[1];
-                      __mma11[__b + 2] = __d[2];
-                      __mma11[__b + 3] = __d[3];
+                      __mma5[__b] = __d[0];
+                      __mma5[__b + 1] = __d[1];
+                      __mma5[__b + 2] = __d[2];
+                      __mma5[__b + 3] = __d[3];
                     },
                   );
                 },
@@ -4126,7 +3941,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
               + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_14[__j] = __mma11[__j];
+            acc_14[__j] = __mma5[__j];
           },
         );
         ::kernel_std::__private::device::unroll::<

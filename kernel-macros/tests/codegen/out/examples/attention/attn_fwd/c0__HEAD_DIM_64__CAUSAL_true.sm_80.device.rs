@@ -798,15 +798,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           for __jc in 0..1usize {
             let __c = __jc * 256usize + __tid;
             if __c < 256usize {
-              let __f0 = __c * 8;
-              let __s0: usize = ({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 32usize;
-                  __r * 32usize
-                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                }) + __sf % 8
-              });
+              let __r0: usize = (__c % 8usize) * 8;
+              let __col: usize = __c / 8usize;
               let __p0 = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   k_base_5,
@@ -816,7 +809,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 0usize);
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -827,157 +820,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p1 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p2 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p3 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p4 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p5 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p6 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -991,7 +834,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 7usize);
+                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -1002,50 +845,25 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               );
-              let __all = {
-                let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   start_n_17,
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = (__f0);
+                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                         0usize + ((__pf / 1usize) % 32usize) * 1usize
                       }) as i32,
                     ),
-                );
-                let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                  start_n_17,
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __c4 = __p_n_ctx;
-                <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x3,
-                  __x2,
-                )
-                  && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x3,
-                    __c4,
-                  )
-              };
-              if __all && (__p0 as usize) % 16 == 0
-                && (__p1 as usize) == (__p0 as usize) + 2usize
-                && (__p2 as usize) == (__p0 as usize) + 4usize
-                && (__p3 as usize) == (__p0 as usize) + 6usize
-                && (__p4 as usize) == (__p0 as usize) + 8usize
-                && (__p5 as usize) == (__p0 as usize) + 10usize
-                && (__p6 as usize) == (__p0 as usize) + 12usize
-                && (__p7 as usize) == (__p0 as usize) + 14usize
+                ),
+                __p_n_ctx,
+              ) && (__p0 as usize) % 16 == 0
+                && (__p7 as usize) == (__p0 as usize) + 14
                 && ::kernel_std::__private::device::fits(
                   __p0,
                   __p_k_ptr,
@@ -1053,6 +871,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   8usize,
                 )
               {
+                let __s0: usize = ({
+                  let __sf: usize = (__col * 64usize + __r0);
+                  ({
+                    let __r: usize = __sf / 64usize;
+                    __r * 64usize
+                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                  }) + __sf % 8
+                });
                 ::kernel_std::__private::device::cp_async_16(
                   ::kernel_std::__private::device::smem_addr()
                     + ((16384usize + (0usize) * 4096usize) + __s0 * 2) as u32,
@@ -1062,7 +888,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 0usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 64usize + __r0 + 0usize);
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1073,7 +908,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 0usize);
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1084,7 +919,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 0usize);
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -1095,7 +930,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 0usize);
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1123,7 +958,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 1usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 64usize + __r0 + 1usize);
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1134,7 +978,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 1usize);
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1145,7 +989,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 1usize);
+                            let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -1156,7 +1000,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 1usize);
+                              let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1184,7 +1028,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 2usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 64usize + __r0 + 2usize);
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1195,7 +1048,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 2usize);
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1206,7 +1059,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 2usize);
+                            let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -1217,7 +1070,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 2usize);
+                              let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1245,7 +1098,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 3usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 64usize + __r0 + 3usize);
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1256,7 +1118,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 3usize);
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1267,7 +1129,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 3usize);
+                            let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -1278,7 +1140,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 3usize);
+                              let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1306,7 +1168,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 4usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 64usize + __r0 + 4usize);
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1317,7 +1188,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 4usize);
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1328,7 +1199,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 4usize);
+                            let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -1339,7 +1210,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 4usize);
+                              let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1367,7 +1238,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 5usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 64usize + __r0 + 5usize);
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1378,7 +1258,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 5usize);
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1389,7 +1269,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 5usize);
+                            let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -1400,7 +1280,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 5usize);
+                              let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1428,7 +1308,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 6usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 64usize + __r0 + 6usize);
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1439,7 +1328,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 6usize);
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1450,7 +1339,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 6usize);
+                            let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -1461,7 +1350,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 6usize);
+                              let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1489,7 +1378,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 7usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 64usize + __r0 + 7usize);
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1500,7 +1398,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 7usize);
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1511,7 +1409,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 7usize);
+                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -1522,7 +1420,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 7usize);
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -2147,15 +2045,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
               for __jc in 0..1usize {
                 let __c = __jc * 256usize + __tid;
                 if __c < 256usize {
-                  let __f0 = __c * 8;
-                  let __s0: usize = ({
-                    let __sf: usize = __f0;
-                    ({
-                      let __r: usize = __sf / 32usize;
-                      __r * 32usize
-                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                    }) + __sf % 8
-                  });
+                  let __r0: usize = (__c % 8usize) * 8;
+                  let __col: usize = __c / 8usize;
                   let __p0 = ::kernel_std::__private::device::ptr_add(
                     ::kernel_std::__private::device::ptr_add(
                       k_base_5,
@@ -2165,7 +2056,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 0usize);
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                                 0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -2176,157 +2067,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p1 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p2 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p3 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p4 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p5 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p6 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
+                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                           0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
@@ -2340,7 +2081,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 7usize);
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                                 0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -2351,50 +2092,25 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 7usize);
+                          let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                           0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   );
-                  let __all = {
-                    let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
                       start_n_17,
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0);
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
-                    );
-                    let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c7 = __p_n_ctx;
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x6,
-                      __x5,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x6,
-                        __c7,
-                      )
-                  };
-                  if __all && (__p0 as usize) % 16 == 0
-                    && (__p1 as usize) == (__p0 as usize) + 2usize
-                    && (__p2 as usize) == (__p0 as usize) + 4usize
-                    && (__p3 as usize) == (__p0 as usize) + 6usize
-                    && (__p4 as usize) == (__p0 as usize) + 8usize
-                    && (__p5 as usize) == (__p0 as usize) + 10usize
-                    && (__p6 as usize) == (__p0 as usize) + 12usize
-                    && (__p7 as usize) == (__p0 as usize) + 14usize
+                    ),
+                    __p_n_ctx,
+                  ) && (__p0 as usize) % 16 == 0
+                    && (__p7 as usize) == (__p0 as usize) + 14
                     && ::kernel_std::__private::device::fits(
                       __p0,
                       __p_k_ptr,
@@ -2402,6 +2118,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       8usize,
                     )
                   {
+                    let __s0: usize = ({
+                      let __sf: usize = (__col * 64usize + __r0);
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    });
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize)
@@ -2414,7 +2138,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .add(
                           (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 0usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 0usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2425,7 +2158,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 0usize);
+                                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2436,7 +2169,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 0usize);
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
@@ -2447,7 +2180,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 0usize);
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2477,7 +2210,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .add(
                           (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 1usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 1usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2488,7 +2230,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 1usize);
+                                      let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2499,7 +2241,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 1usize);
+                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
@@ -2510,7 +2252,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 1usize);
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2540,7 +2282,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .add(
                           (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 2usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 2usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2551,7 +2302,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 2usize);
+                                      let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2562,7 +2313,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 2usize);
+                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
@@ -2573,7 +2324,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 2usize);
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2603,7 +2354,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .add(
                           (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 3usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 3usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2614,7 +2374,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 3usize);
+                                      let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2625,7 +2385,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 3usize);
+                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
@@ -2636,7 +2396,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 3usize);
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2666,7 +2426,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .add(
                           (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 4usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 4usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2677,7 +2446,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 4usize);
+                                      let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2688,7 +2457,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 4usize);
+                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
@@ -2699,7 +2468,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 4usize);
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2729,7 +2498,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .add(
                           (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 5usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 5usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2740,7 +2518,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 5usize);
+                                      let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2751,7 +2529,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 5usize);
+                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
@@ -2762,7 +2540,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 5usize);
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2792,7 +2570,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .add(
                           (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 6usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 6usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2803,7 +2590,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 6usize);
+                                      let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2814,7 +2601,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 6usize);
+                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
@@ -2825,7 +2612,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 6usize);
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2855,7 +2642,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .add(
                           (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 7usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 7usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2866,7 +2662,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 7usize);
+                                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2877,7 +2673,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 7usize);
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
@@ -2888,7 +2684,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 7usize);
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -3518,7 +3314,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           }
         }
         ::kernel_std::__private::device::cp_async_commit();
-        let mut __mma8: [f32; 16usize] = [0.0f32; 16usize];
+        let mut __mma2: [f32; 16usize] = [0.0f32; 16usize];
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3529,7 +3325,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma8[__j] = 0.0f32;
+            __mma2[__j] = 0.0f32;
           },
         );
         ::kernel_std::__private::device::cp_async_wait_group::<1>();
@@ -3570,13 +3366,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
               >(
                 #[inline(always)]
                 |__jp: usize| {
-                  let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                  let __bq = ::kernel_std::__private::device::ldmatrix_x4(
                     __sb
                       + (({
-                        let __r: usize = __ks * 16 + __lane % 16;
-                        __r * 32usize
-                          + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
-                            ^ ((__r / 2usize) % 4usize)) * 8)
+                        let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
+                          + __lane / 16) * 8 + __lane % 8;
+                        __r * 64usize
+                          + (((__ks * 2 + (__lane / 8) % 2)
+                            ^ ((__r / 1usize) % 8usize)) * 8)
                       }) * 2) as u32,
                   );
                   ::kernel_std::__private::device::unroll::<
@@ -3590,16 +3387,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         __af[__i],
                         [__bq[0], __bq[1]],
                         [
-                          __mma8[__b],
-                          __mma8[__b + 1],
-                          __mma8[__b + 2],
-                          __mma8[__b + 3],
+                          __mma2[__b],
+                          __mma2[__b + 1],
+                          __mma2[__b + 2],
+                          __mma2[__b + 3],
                         ],
                       );
-                      __mma8[__b] = __d[0];
-                      __mma8[__b + 1] = __d[1];
-                      __mma8[__b + 2] = __d[2];
-                      __mma8[__b + 3] = __d[3];
+                      __mma2[__b] = __d[0];
+                      __mma2[__b + 1] = __d[1];
+                      __mma2[__b + 2] = __d[2];
+                      __mma2[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
@@ -3613,16 +3410,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         __af[__i],
                         [__bq[2], __bq[3]],
                         [
-                          __mma8[__b],
-                          __mma8[__b + 1],
-                          __mma8[__b + 2],
-                          __mma8[__b + 3],
+                          __mma2[__b],
+                          __mma2[__b + 1],
+                          __mma2[__b + 2],
+                          __mma2[__b + 3],
                         ],
                       );
-                      __mma8[__b] = __d[0];
-                      __mma8[__b + 1] = __d[1];
-                      __mma8[__b + 2] = __d[2];
-                      __mma8[__b + 3] = __d[3];
+                      __mma2[__b] = __d[0];
+                      __mma2[__b + 1] = __d[1];
+                      __mma2[__b + 2] = __d[2];
+                      __mma2[__b + 3] = __d[3];
                     },
                   );
                 },
@@ -3641,10 +3438,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_20[__j] = __mma8[__j];
+            qk_20[__j] = __mma2[__j];
           },
         );
-        let __red9: [f32; 2usize] = {
+        let __red3: [f32; 2usize] = {
           let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
           ::kernel_std::__private::device::unroll::<
             16usize,
@@ -3772,7 +3569,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
               | ((__warp >> 2usize) & 1) << 6u32);
             m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
-              __red9[__j],
+              __red3[__j],
             );
           },
         );
@@ -3870,7 +3667,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
             );
           },
         );
-        let __red10: [f32; 2usize] = {
+        let __red4: [f32; 2usize] = {
           let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
             0,
           ); 2usize];
@@ -3949,7 +3746,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                 l_i_13[__j],
                 alpha_25[__j],
               ),
-              __red10[__j],
+              __red4[__j],
             );
           },
         );
@@ -3969,7 +3766,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
             );
           },
         );
-        let mut __mma11: [f32; 32usize] = [0.0f32; 32usize];
+        let mut __mma5: [f32; 32usize] = [0.0f32; 32usize];
         ::kernel_std::__private::device::unroll::<
           32usize,
           _,
@@ -3980,7 +3777,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
               + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma11[__j] = acc_14[__j];
+            __mma5[__j] = acc_14[__j];
           },
         );
         ::kernel_std::__private::device::unroll::<
@@ -4072,16 +3869,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         __af[__i],
                         [__bq[0], __bq[1]],
                         [
-                          __mma11[__b],
-                          __mma11[__b + 1],
-                          __mma11[__b + 2],
-                          __mma11[__b + 3],
+                          __mma5[__b],
+                          __mma5[__b + 1],
+                          __mma5[__b + 2],
+                          __mma5[__b + 3],
                         ],
                       );
-                      __mma11[__b] = __d[0];
-                      __mma11[__b + 1] = __d[1];
-                      __mma11[__b + 2] = __d[2];
-                      __mma11[__b + 3] = __d[3];
+                      __mma5[__b] = __d[0];
+                      __mma5[__b + 1] = __d[1];
+                      __mma5[__b + 2] = __d[2];
+                      __mma5[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
@@ -4095,16 +3892,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         __af[__i],
                         [__bq[2], __bq[3]],
                         [
-                          __mma11[__b],
-                          __mma11[__b + 1],
-                          __mma11[__b + 2],
-                          __mma11[__b + 3],
+                          __mma5[__b],
+                          __mma5[__b + 1],
+                          __mma5[__b + 2],
+                          __mma5[__b + 3],
                         ],
                       );
-                      __mma11[__b] = __d[0];
-                      __mma11[__b + 1] = __d[1];
-                      __mma11[__b + 2] = __d[2];
-                      __mma11[__b + 3] = __d[3];
+                      __mma5[__b] = __d[0];
+                      __mma5[__b + 1] = __d[1];
+                      __mma5[__b + 2] = __d[2];
+                      __mma5[__b + 3] = __d[3];
                     },
                   );
                 },
@@ -4123,7 +3920,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
               + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_14[__j] = __mma11[__j];
+            acc_14[__j] = __mma5[__j];
           },
         );
         ::kernel_std::__private::device::unroll::<

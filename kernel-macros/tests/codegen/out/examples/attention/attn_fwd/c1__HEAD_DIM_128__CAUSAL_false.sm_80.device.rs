@@ -797,15 +797,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
           for __jc in 0..4usize {
             let __c = __jc * 128usize + __tid;
             if __c < 512usize {
-              let __f0 = __c * 8;
-              let __s0: usize = ({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 32usize;
-                  __r * 32usize
-                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                }) + __sf % 8
-              });
+              let __r0: usize = (__c % 16usize) * 8;
+              let __col: usize = __c / 16usize;
               let __p0 = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   k_base_5,
@@ -815,7 +808,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 0usize);
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -826,157 +819,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 32usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p1 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 32usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p2 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 32usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p3 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 32usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p4 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 32usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p5 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 32usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p6 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                       0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -990,7 +833,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 7usize);
+                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -1001,50 +844,25 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                       0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
-              let __all = {
-                let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   start_n_17,
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = (__f0);
+                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                         0usize + ((__pf / 1usize) % 32usize) * 1usize
                       }) as i32,
                     ),
-                );
-                let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                  start_n_17,
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __c4 = __p_n_ctx;
-                <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x3,
-                  __x2,
-                )
-                  && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x3,
-                    __c4,
-                  )
-              };
-              if __all && (__p0 as usize) % 16 == 0
-                && (__p1 as usize) == (__p0 as usize) + 2usize
-                && (__p2 as usize) == (__p0 as usize) + 4usize
-                && (__p3 as usize) == (__p0 as usize) + 6usize
-                && (__p4 as usize) == (__p0 as usize) + 8usize
-                && (__p5 as usize) == (__p0 as usize) + 10usize
-                && (__p6 as usize) == (__p0 as usize) + 12usize
-                && (__p7 as usize) == (__p0 as usize) + 14usize
+                ),
+                __p_n_ctx,
+              ) && (__p0 as usize) % 16 == 0
+                && (__p7 as usize) == (__p0 as usize) + 14
                 && ::kernel_std::__private::device::fits(
                   __p0,
                   __p_k_ptr,
@@ -1052,6 +870,15 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   8usize,
                 )
               {
+                let __s0: usize = ({
+                  let __sf: usize = (__col * 128usize + __r0);
+                  ({
+                    let __r: usize = __sf / 128usize;
+                    __r * 128usize
+                      + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                        * 8)
+                  }) + __sf % 8
+                });
                 ::kernel_std::__private::device::cp_async_16(
                   ::kernel_std::__private::device::smem_addr()
                     + ((16384usize + (0usize) * 8192usize) + __s0 * 2) as u32,
@@ -1061,7 +888,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 ::kernel_std::__private::device::store(
                   (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 0usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 128usize + __r0 + 0usize);
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1072,7 +909,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 0usize);
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1083,7 +920,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 0usize);
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
@@ -1094,7 +931,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 0usize);
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1122,7 +959,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 ::kernel_std::__private::device::store(
                   (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 1usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 128usize + __r0 + 1usize);
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1133,7 +980,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 1usize);
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1144,7 +991,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 1usize);
+                            let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
@@ -1155,7 +1002,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 1usize);
+                              let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1183,7 +1030,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 ::kernel_std::__private::device::store(
                   (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 2usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 128usize + __r0 + 2usize);
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1194,7 +1051,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 2usize);
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1205,7 +1062,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 2usize);
+                            let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
@@ -1216,7 +1073,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 2usize);
+                              let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1244,7 +1101,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 ::kernel_std::__private::device::store(
                   (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 3usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 128usize + __r0 + 3usize);
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1255,7 +1122,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 3usize);
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1266,7 +1133,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 3usize);
+                            let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
@@ -1277,7 +1144,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 3usize);
+                              let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1305,7 +1172,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 ::kernel_std::__private::device::store(
                   (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 4usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 128usize + __r0 + 4usize);
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1316,7 +1193,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 4usize);
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1327,7 +1204,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 4usize);
+                            let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
@@ -1338,7 +1215,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 4usize);
+                              let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1366,7 +1243,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 ::kernel_std::__private::device::store(
                   (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 5usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 128usize + __r0 + 5usize);
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1377,7 +1264,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 5usize);
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1388,7 +1275,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 5usize);
+                            let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
@@ -1399,7 +1286,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 5usize);
+                              let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1427,7 +1314,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 ::kernel_std::__private::device::store(
                   (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 6usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 128usize + __r0 + 6usize);
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1438,7 +1335,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 6usize);
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1449,7 +1346,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 6usize);
+                            let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
@@ -1460,7 +1357,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 6usize);
+                              let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1488,7 +1385,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 ::kernel_std::__private::device::store(
                   (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 7usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 128usize + __r0 + 7usize);
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1499,7 +1406,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 7usize);
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1510,7 +1417,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 7usize);
+                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
@@ -1521,7 +1428,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 7usize);
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -2147,15 +2054,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               for __jc in 0..4usize {
                 let __c = __jc * 128usize + __tid;
                 if __c < 512usize {
-                  let __f0 = __c * 8;
-                  let __s0: usize = ({
-                    let __sf: usize = __f0;
-                    ({
-                      let __r: usize = __sf / 32usize;
-                      __r * 32usize
-                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                    }) + __sf % 8
-                  });
+                  let __r0: usize = (__c % 16usize) * 8;
+                  let __col: usize = __c / 16usize;
                   let __p0 = ::kernel_std::__private::device::ptr_add(
                     ::kernel_std::__private::device::ptr_add(
                       k_base_5,
@@ -2165,7 +2065,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 0usize);
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                                 0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -2176,157 +2076,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 32usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p1 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 32usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p2 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 32usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p3 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 32usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p4 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 32usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p5 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 32usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p6 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
+                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                           0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
@@ -2340,7 +2090,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 7usize);
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                                 0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -2351,50 +2101,25 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 7usize);
+                          let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                           0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
-                  let __all = {
-                    let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
                       start_n_17,
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0);
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
-                    );
-                    let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c7 = __p_n_ctx;
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x6,
-                      __x5,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x6,
-                        __c7,
-                      )
-                  };
-                  if __all && (__p0 as usize) % 16 == 0
-                    && (__p1 as usize) == (__p0 as usize) + 2usize
-                    && (__p2 as usize) == (__p0 as usize) + 4usize
-                    && (__p3 as usize) == (__p0 as usize) + 6usize
-                    && (__p4 as usize) == (__p0 as usize) + 8usize
-                    && (__p5 as usize) == (__p0 as usize) + 10usize
-                    && (__p6 as usize) == (__p0 as usize) + 12usize
-                    && (__p7 as usize) == (__p0 as usize) + 14usize
+                    ),
+                    __p_n_ctx,
+                  ) && (__p0 as usize) % 16 == 0
+                    && (__p7 as usize) == (__p0 as usize) + 14
                     && ::kernel_std::__private::device::fits(
                       __p0,
                       __p_k_ptr,
@@ -2402,6 +2127,15 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       8usize,
                     )
                   {
+                    let __s0: usize = ({
+                      let __sf: usize = (__col * 128usize + __r0);
+                      ({
+                        let __r: usize = __sf / 128usize;
+                        __r * 128usize
+                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
+                    });
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize)
@@ -2414,7 +2148,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         .add(
                           (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 0usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 0usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2425,7 +2169,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 0usize);
+                                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2436,7 +2180,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 0usize);
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
@@ -2447,7 +2191,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 0usize);
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2477,7 +2221,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         .add(
                           (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 1usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 1usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2488,7 +2242,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 1usize);
+                                      let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2499,7 +2253,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 1usize);
+                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
@@ -2510,7 +2264,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 1usize);
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2540,7 +2294,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         .add(
                           (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 2usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 2usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2551,7 +2315,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 2usize);
+                                      let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2562,7 +2326,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 2usize);
+                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
@@ -2573,7 +2337,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 2usize);
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2603,7 +2367,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         .add(
                           (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 3usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 3usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2614,7 +2388,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 3usize);
+                                      let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2625,7 +2399,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 3usize);
+                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
@@ -2636,7 +2410,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 3usize);
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2666,7 +2440,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         .add(
                           (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 4usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 4usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2677,7 +2461,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 4usize);
+                                      let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2688,7 +2472,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 4usize);
+                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
@@ -2699,7 +2483,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 4usize);
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2729,7 +2513,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         .add(
                           (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 5usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 5usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2740,7 +2534,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 5usize);
+                                      let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2751,7 +2545,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 5usize);
+                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
@@ -2762,7 +2556,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 5usize);
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2792,7 +2586,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         .add(
                           (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 6usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 6usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2803,7 +2607,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 6usize);
+                                      let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2814,7 +2618,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 6usize);
+                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
@@ -2825,7 +2629,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 6usize);
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2855,7 +2659,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         .add(
                           (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 7usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 7usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2866,7 +2680,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 7usize);
+                                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2877,7 +2691,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 7usize);
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
@@ -2888,7 +2702,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 7usize);
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -3519,7 +3333,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
           }
         }
         ::kernel_std::__private::device::cp_async_commit();
-        let mut __mma8: [f32; 16usize] = [0.0f32; 16usize];
+        let mut __mma2: [f32; 16usize] = [0.0f32; 16usize];
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3530,7 +3344,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma8[__j] = 0.0f32;
+            __mma2[__j] = 0.0f32;
           },
         );
         ::kernel_std::__private::device::cp_async_wait_group::<1>();
@@ -3571,13 +3385,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               >(
                 #[inline(always)]
                 |__jp: usize| {
-                  let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                  let __bq = ::kernel_std::__private::device::ldmatrix_x4(
                     __sb
                       + (({
-                        let __r: usize = __ks * 16 + __lane % 16;
-                        __r * 32usize
-                          + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
-                            ^ ((__r / 2usize) % 4usize)) * 8)
+                        let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
+                          + __lane / 16) * 8 + __lane % 8;
+                        __r * 128usize
+                          + (((__ks * 2 + (__lane / 8) % 2)
+                            ^ ((__r / 1usize) % 8usize)) * 8)
                       }) * 2) as u32,
                   );
                   ::kernel_std::__private::device::unroll::<
@@ -3591,16 +3406,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         __af[__i],
                         [__bq[0], __bq[1]],
                         [
-                          __mma8[__b],
-                          __mma8[__b + 1],
-                          __mma8[__b + 2],
-                          __mma8[__b + 3],
+                          __mma2[__b],
+                          __mma2[__b + 1],
+                          __mma2[__b + 2],
+                          __mma2[__b + 3],
                         ],
                       );
-                      __mma8[__b] = __d[0];
-                      __mma8[__b + 1] = __d[1];
-                      __mma8[__b + 2] = __d[2];
-                      __mma8[__b + 3] = __d[3];
+                      __mma2[__b] = __d[0];
+                      __mma2[__b + 1] = __d[1];
+                      __mma2[__b + 2] = __d[2];
+                      __mma2[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
@@ -3614,16 +3429,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         __af[__i],
                         [__bq[2], __bq[3]],
                         [
-                          __mma8[__b],
-                          __mma8[__b + 1],
-                          __mma8[__b + 2],
-                          __mma8[__b + 3],
+                          __mma2[__b],
+                          __mma2[__b + 1],
+                          __mma2[__b + 2],
+                          __mma2[__b + 3],
                         ],
                       );
-                      __mma8[__b] = __d[0];
-                      __mma8[__b + 1] = __d[1];
-                      __mma8[__b + 2] = __d[2];
-                      __mma8[__b + 3] = __d[3];
+                      __mma2[__b] = __d[0];
+                      __mma2[__b + 1] = __d[1];
+                      __mma2[__b + 2] = __d[2];
+                      __mma2[__b + 3] = __d[3];
                     },
                   );
                 },
@@ -3642,10 +3457,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_20[__j] = __mma8[__j];
+            qk_20[__j] = __mma2[__j];
           },
         );
-        let __red9: [f32; 2usize] = {
+        let __red3: [f32; 2usize] = {
           let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
           ::kernel_std::__private::device::unroll::<
             16usize,
@@ -3772,7 +3587,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               | ((__warp >> 1usize) & 1) << 5u32);
             m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
-              __red9[__j],
+              __red3[__j],
             );
           },
         );
@@ -3869,7 +3684,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
             );
           },
         );
-        let __red10: [f32; 2usize] = {
+        let __red4: [f32; 2usize] = {
           let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
             0,
           ); 2usize];
@@ -3947,7 +3762,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 l_i_13[__j],
                 alpha_25[__j],
               ),
-              __red10[__j],
+              __red4[__j],
             );
           },
         );
@@ -3967,7 +3782,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
             );
           },
         );
-        let mut __mma11: [f32; 64usize] = [0.0f32; 64usize];
+        let mut __mma5: [f32; 64usize] = [0.0f32; 64usize];
         ::kernel_std::__private::device::unroll::<
           64usize,
           _,
@@ -3978,7 +3793,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma11[__j] = acc_14[__j];
+            __mma5[__j] = acc_14[__j];
           },
         );
         ::kernel_std::__private::device::unroll::<
@@ -4070,16 +3885,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         __af[__i],
                         [__bq[0], __bq[1]],
                         [
-                          __mma11[__b],
-                          __mma11[__b + 1],
-                          __mma11[__b + 2],
-                          __mma11[__b + 3],
+                          __mma5[__b],
+                          __mma5[__b + 1],
+                          __mma5[__b + 2],
+                          __mma5[__b + 3],
                         ],
                       );
-                      __mma11[__b] = __d[0];
-                      __mma11[__b + 1] = __d[1];
-                      __mma11[__b + 2] = __d[2];
-                      __mma11[__b + 3] = __d[3];
+                      __mma5[__b] = __d[0];
+                      __mma5[__b + 1] = __d[1];
+                      __mma5[__b + 2] = __d[2];
+                      __mma5[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
@@ -4093,16 +3908,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         __af[__i],
                         [__bq[2], __bq[3]],
                         [
-                          __mma11[__b],
-                          __mma11[__b + 1],
-                          __mma11[__b + 2],
-                          __mma11[__b + 3],
+                          __mma5[__b],
+                          __mma5[__b + 1],
+                          __mma5[__b + 2],
+                          __mma5[__b + 3],
                         ],
                       );
-                      __mma11[__b] = __d[0];
-                      __mma11[__b + 1] = __d[1];
-                      __mma11[__b + 2] = __d[2];
-                      __mma11[__b + 3] = __d[3];
+                      __mma5[__b] = __d[0];
+                      __mma5[__b + 1] = __d[1];
+                      __mma5[__b + 2] = __d[2];
+                      __mma5[__b + 3] = __d[3];
                     },
                   );
                 },
@@ -4121,7 +3936,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_14[__j] = __mma11[__j];
+            acc_14[__j] = __mma5[__j];
           },
         );
         ::kernel_std::__private::device::unroll::<

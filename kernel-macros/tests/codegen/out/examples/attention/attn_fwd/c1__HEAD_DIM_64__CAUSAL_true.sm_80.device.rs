@@ -796,15 +796,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
           for __jc in 0..2usize {
             let __c = __jc * 128usize + __tid;
             if __c < 256usize {
-              let __f0 = __c * 8;
-              let __s0: usize = ({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 32usize;
-                  __r * 32usize
-                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                }) + __sf % 8
-              });
+              let __r0: usize = (__c % 8usize) * 8;
+              let __col: usize = __c / 8usize;
               let __p0 = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   k_base_5,
@@ -814,7 +807,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 0usize);
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -825,157 +818,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p1 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p2 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p3 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p4 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p5 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p6 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -989,7 +832,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 7usize);
+                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -1000,50 +843,25 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               );
-              let __all = {
-                let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   start_n_17,
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = (__f0);
+                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                         0usize + ((__pf / 1usize) % 32usize) * 1usize
                       }) as i32,
                     ),
-                );
-                let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                  start_n_17,
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __c4 = __p_n_ctx;
-                <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x3,
-                  __x2,
-                )
-                  && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x3,
-                    __c4,
-                  )
-              };
-              if __all && (__p0 as usize) % 16 == 0
-                && (__p1 as usize) == (__p0 as usize) + 2usize
-                && (__p2 as usize) == (__p0 as usize) + 4usize
-                && (__p3 as usize) == (__p0 as usize) + 6usize
-                && (__p4 as usize) == (__p0 as usize) + 8usize
-                && (__p5 as usize) == (__p0 as usize) + 10usize
-                && (__p6 as usize) == (__p0 as usize) + 12usize
-                && (__p7 as usize) == (__p0 as usize) + 14usize
+                ),
+                __p_n_ctx,
+              ) && (__p0 as usize) % 16 == 0
+                && (__p7 as usize) == (__p0 as usize) + 14
                 && ::kernel_std::__private::device::fits(
                   __p0,
                   __p_k_ptr,
@@ -1051,6 +869,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                   8usize,
                 )
               {
+                let __s0: usize = ({
+                  let __sf: usize = (__col * 64usize + __r0);
+                  ({
+                    let __r: usize = __sf / 64usize;
+                    __r * 64usize
+                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                  }) + __sf % 8
+                });
                 ::kernel_std::__private::device::cp_async_16(
                   ::kernel_std::__private::device::smem_addr()
                     + ((8192usize + (0usize) * 4096usize) + __s0 * 2) as u32,
@@ -1060,7 +886,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 0usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 64usize + __r0 + 0usize);
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1071,7 +906,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 0usize);
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1082,7 +917,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 0usize);
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -1093,7 +928,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 0usize);
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1121,7 +956,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 1usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 64usize + __r0 + 1usize);
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1132,7 +976,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 1usize);
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1143,7 +987,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 1usize);
+                            let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -1154,7 +998,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 1usize);
+                              let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1182,7 +1026,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 2usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 64usize + __r0 + 2usize);
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1193,7 +1046,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 2usize);
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1204,7 +1057,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 2usize);
+                            let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -1215,7 +1068,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 2usize);
+                              let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1243,7 +1096,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 3usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 64usize + __r0 + 3usize);
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1254,7 +1116,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 3usize);
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1265,7 +1127,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 3usize);
+                            let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -1276,7 +1138,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 3usize);
+                              let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1304,7 +1166,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 4usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 64usize + __r0 + 4usize);
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1315,7 +1186,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 4usize);
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1326,7 +1197,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 4usize);
+                            let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -1337,7 +1208,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 4usize);
+                              let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1365,7 +1236,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 5usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 64usize + __r0 + 5usize);
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1376,7 +1256,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 5usize);
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1387,7 +1267,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 5usize);
+                            let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -1398,7 +1278,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 5usize);
+                              let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1426,7 +1306,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 6usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 64usize + __r0 + 6usize);
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1437,7 +1326,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 6usize);
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1448,7 +1337,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 6usize);
+                            let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -1459,7 +1348,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 6usize);
+                              let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -1487,7 +1376,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                 ::kernel_std::__private::device::store(
                   (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 7usize),
+                    .add(
+                      ({
+                        let __sf: usize = (__col * 64usize + __r0 + 7usize);
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
                   {
                     let __a = ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
@@ -1498,7 +1396,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 7usize);
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -1509,7 +1407,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 7usize);
+                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                             0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -1520,7 +1418,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 7usize);
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -2145,15 +2043,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               for __jc in 0..2usize {
                 let __c = __jc * 128usize + __tid;
                 if __c < 256usize {
-                  let __f0 = __c * 8;
-                  let __s0: usize = ({
-                    let __sf: usize = __f0;
-                    ({
-                      let __r: usize = __sf / 32usize;
-                      __r * 32usize
-                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                    }) + __sf % 8
-                  });
+                  let __r0: usize = (__c % 8usize) * 8;
+                  let __col: usize = __c / 8usize;
                   let __p0 = ::kernel_std::__private::device::ptr_add(
                     ::kernel_std::__private::device::ptr_add(
                       k_base_5,
@@ -2163,7 +2054,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 0usize);
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                                 0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -2174,157 +2065,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p1 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p2 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p3 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p4 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p5 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p6 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      k_base_5,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_kn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
+                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                           0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
@@ -2338,7 +2079,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 7usize);
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                                 0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -2349,50 +2090,25 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 7usize);
+                          let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                           0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   );
-                  let __all = {
-                    let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
                       start_n_17,
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0);
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
-                    );
-                    let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c7 = __p_n_ctx;
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x6,
-                      __x5,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x6,
-                        __c7,
-                      )
-                  };
-                  if __all && (__p0 as usize) % 16 == 0
-                    && (__p1 as usize) == (__p0 as usize) + 2usize
-                    && (__p2 as usize) == (__p0 as usize) + 4usize
-                    && (__p3 as usize) == (__p0 as usize) + 6usize
-                    && (__p4 as usize) == (__p0 as usize) + 8usize
-                    && (__p5 as usize) == (__p0 as usize) + 10usize
-                    && (__p6 as usize) == (__p0 as usize) + 12usize
-                    && (__p7 as usize) == (__p0 as usize) + 14usize
+                    ),
+                    __p_n_ctx,
+                  ) && (__p0 as usize) % 16 == 0
+                    && (__p7 as usize) == (__p0 as usize) + 14
                     && ::kernel_std::__private::device::fits(
                       __p0,
                       __p_k_ptr,
@@ -2400,6 +2116,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       8usize,
                     )
                   {
+                    let __s0: usize = ({
+                      let __sf: usize = (__col * 64usize + __r0);
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    });
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr()
                         + ((8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize)
@@ -2412,7 +2136,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         .add(
                           (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 0usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 0usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2423,7 +2156,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 0usize);
+                                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2434,7 +2167,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 0usize);
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
@@ -2445,7 +2178,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 0usize);
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2475,7 +2208,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         .add(
                           (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 1usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 1usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2486,7 +2228,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 1usize);
+                                      let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2497,7 +2239,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 1usize);
+                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
@@ -2508,7 +2250,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 1usize);
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2538,7 +2280,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         .add(
                           (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 2usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 2usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2549,7 +2300,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 2usize);
+                                      let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2560,7 +2311,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 2usize);
+                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
@@ -2571,7 +2322,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 2usize);
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2601,7 +2352,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         .add(
                           (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 3usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 3usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2612,7 +2372,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 3usize);
+                                      let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2623,7 +2383,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 3usize);
+                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
@@ -2634,7 +2394,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 3usize);
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2664,7 +2424,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         .add(
                           (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 4usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 4usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2675,7 +2444,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 4usize);
+                                      let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2686,7 +2455,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 4usize);
+                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
@@ -2697,7 +2466,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 4usize);
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2727,7 +2496,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         .add(
                           (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 5usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 5usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2738,7 +2516,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 5usize);
+                                      let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2749,7 +2527,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 5usize);
+                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
@@ -2760,7 +2538,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 5usize);
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2790,7 +2568,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         .add(
                           (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 6usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 6usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2801,7 +2588,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 6usize);
+                                      let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2812,7 +2599,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 6usize);
+                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
@@ -2823,7 +2610,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 6usize);
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -2853,7 +2640,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         .add(
                           (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 7usize),
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 7usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
                           ::kernel_std::__private::device::ptr_add(
@@ -2864,7 +2660,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + 7usize);
+                                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2875,7 +2671,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 7usize);
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                                 0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
@@ -2886,7 +2682,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 7usize);
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -3516,7 +3312,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
           }
         }
         ::kernel_std::__private::device::cp_async_commit();
-        let mut __mma8: [f32; 16usize] = [0.0f32; 16usize];
+        let mut __mma2: [f32; 16usize] = [0.0f32; 16usize];
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3527,7 +3323,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma8[__j] = 0.0f32;
+            __mma2[__j] = 0.0f32;
           },
         );
         ::kernel_std::__private::device::cp_async_wait_group::<1>();
@@ -3568,13 +3364,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               >(
                 #[inline(always)]
                 |__jp: usize| {
-                  let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                  let __bq = ::kernel_std::__private::device::ldmatrix_x4(
                     __sb
                       + (({
-                        let __r: usize = __ks * 16 + __lane % 16;
-                        __r * 32usize
-                          + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
-                            ^ ((__r / 2usize) % 4usize)) * 8)
+                        let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
+                          + __lane / 16) * 8 + __lane % 8;
+                        __r * 64usize
+                          + (((__ks * 2 + (__lane / 8) % 2)
+                            ^ ((__r / 1usize) % 8usize)) * 8)
                       }) * 2) as u32,
                   );
                   ::kernel_std::__private::device::unroll::<
@@ -3588,16 +3385,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         __af[__i],
                         [__bq[0], __bq[1]],
                         [
-                          __mma8[__b],
-                          __mma8[__b + 1],
-                          __mma8[__b + 2],
-                          __mma8[__b + 3],
+                          __mma2[__b],
+                          __mma2[__b + 1],
+                          __mma2[__b + 2],
+                          __mma2[__b + 3],
                         ],
                       );
-                      __mma8[__b] = __d[0];
-                      __mma8[__b + 1] = __d[1];
-                      __mma8[__b + 2] = __d[2];
-                      __mma8[__b + 3] = __d[3];
+                      __mma2[__b] = __d[0];
+                      __mma2[__b + 1] = __d[1];
+                      __mma2[__b + 2] = __d[2];
+                      __mma2[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
@@ -3611,16 +3408,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         __af[__i],
                         [__bq[2], __bq[3]],
                         [
-                          __mma8[__b],
-                          __mma8[__b + 1],
-                          __mma8[__b + 2],
-                          __mma8[__b + 3],
+                          __mma2[__b],
+                          __mma2[__b + 1],
+                          __mma2[__b + 2],
+                          __mma2[__b + 3],
                         ],
                       );
-                      __mma8[__b] = __d[0];
-                      __mma8[__b + 1] = __d[1];
-                      __mma8[__b + 2] = __d[2];
-                      __mma8[__b + 3] = __d[3];
+                      __mma2[__b] = __d[0];
+                      __mma2[__b + 1] = __d[1];
+                      __mma2[__b + 2] = __d[2];
+                      __mma2[__b + 3] = __d[3];
                     },
                   );
                 },
@@ -3639,10 +3436,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_20[__j] = __mma8[__j];
+            qk_20[__j] = __mma2[__j];
           },
         );
-        let __red9: [f32; 2usize] = {
+        let __red3: [f32; 2usize] = {
           let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
           ::kernel_std::__private::device::unroll::<
             16usize,
@@ -3769,7 +3566,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               | ((__warp >> 1usize) & 1) << 5u32);
             m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
-              __red9[__j],
+              __red3[__j],
             );
           },
         );
@@ -3866,7 +3663,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
             );
           },
         );
-        let __red10: [f32; 2usize] = {
+        let __red4: [f32; 2usize] = {
           let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
             0,
           ); 2usize];
@@ -3944,7 +3741,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                 l_i_13[__j],
                 alpha_25[__j],
               ),
-              __red10[__j],
+              __red4[__j],
             );
           },
         );
@@ -3964,7 +3761,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
             );
           },
         );
-        let mut __mma11: [f32; 32usize] = [0.0f32; 32usize];
+        let mut __mma5: [f32; 32usize] = [0.0f32; 32usize];
         ::kernel_std::__private::device::unroll::<
           32usize,
           _,
@@ -3975,7 +3772,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma11[__j] = acc_14[__j];
+            __mma5[__j] = acc_14[__j];
           },
         );
         ::kernel_std::__private::device::unroll::<
@@ -4067,16 +3864,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         __af[__i],
                         [__bq[0], __bq[1]],
                         [
-                          __mma11[__b],
-                          __mma11[__b + 1],
-                          __mma11[__b + 2],
-                          __mma11[__b + 3],
+                          __mma5[__b],
+                          __mma5[__b + 1],
+                          __mma5[__b + 2],
+                          __mma5[__b + 3],
                         ],
                       );
-                      __mma11[__b] = __d[0];
-                      __mma11[__b + 1] = __d[1];
-                      __mma11[__b + 2] = __d[2];
-                      __mma11[__b + 3] = __d[3];
+                      __mma5[__b] = __d[0];
+                      __mma5[__b + 1] = __d[1];
+                      __mma5[__b + 2] = __d[2];
+                      __mma5[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
@@ -4090,16 +3887,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         __af[__i],
                         [__bq[2], __bq[3]],
                         [
-                          __mma11[__b],
-                          __mma11[__b + 1],
-                          __mma11[__b + 2],
-                          __mma11[__b + 3],
+                          __mma5[__b],
+                          __mma5[__b + 1],
+                          __mma5[__b + 2],
+                          __mma5[__b + 3],
                         ],
                       );
-                      __mma11[__b] = __d[0];
-                      __mma11[__b + 1] = __d[1];
-                      __mma11[__b + 2] = __d[2];
-                      __mma11[__b + 3] = __d[3];
+                      __mma5[__b] = __d[0];
+                      __mma5[__b + 1] = __d[1];
+                      __mma5[__b + 2] = __d[2];
+                      __mma5[__b + 3] = __d[3];
                     },
                   );
                 },
@@ -4118,7 +3915,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_14[__j] = __mma11[__j];
+            acc_14[__j] = __mma5[__j];
           },
         );
         ::kernel_std::__private::device::unroll::<

@@ -167,6 +167,120 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
           __p_stride_bk,
         ),
       );
+      let __cols0: bool = {
+        let (__q0, __q1, __qr) = (
+          ::kernel_std::__private::device::ptr_add(
+            a_base_10,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_stride_am,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_ak,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            a_base_10,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 1usize;
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_stride_am,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 1usize;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_ak,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            a_base_10,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 64usize;
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_stride_am,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 64usize;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_ak,
+              ),
+            ),
+          ),
+        );
+        (__q1 as usize) != (__q0 as usize) + 2usize
+          && (__qr as usize) == (__q0 as usize) + 2usize
+      };
       let mut __pb0: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
       let mut __lo0: i64 = i64::MAX;
       let mut __hi0: i64 = i64::MIN;
@@ -188,7 +302,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -201,7 +319,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -221,7 +343,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -234,7 +360,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -254,7 +384,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -267,7 +401,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -287,7 +425,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -300,7 +442,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -320,7 +466,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -333,7 +483,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -353,7 +507,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -366,7 +524,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -386,7 +548,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -399,7 +565,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -419,7 +589,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -432,7 +606,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -526,7 +704,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -539,7 +721,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -559,7 +745,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -572,7 +762,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -592,7 +786,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -605,7 +803,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -625,7 +827,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -638,7 +844,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -658,7 +868,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -671,7 +885,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -691,7 +909,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -704,7 +926,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -724,7 +950,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -737,7 +967,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -757,7 +991,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -770,7 +1008,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -864,7 +1106,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -877,7 +1123,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -897,7 +1147,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -910,7 +1164,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -930,7 +1188,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -943,7 +1205,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -963,7 +1229,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -976,7 +1246,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -996,7 +1270,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1009,7 +1287,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1029,7 +1311,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1042,7 +1328,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1062,7 +1352,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1075,7 +1369,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1095,7 +1393,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1108,7 +1410,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1202,7 +1508,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1215,7 +1525,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1235,7 +1549,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1248,7 +1566,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1268,7 +1590,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1281,7 +1607,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1301,7 +1631,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1314,7 +1648,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1334,7 +1672,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1347,7 +1689,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1367,7 +1713,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1380,7 +1730,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1400,7 +1754,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1413,7 +1771,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1433,7 +1795,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1446,7 +1812,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1554,6 +1924,120 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
         __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
           && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
       };
+      let __cols1: bool = {
+        let (__q0, __q1, __qr) = (
+          ::kernel_std::__private::device::ptr_add(
+            b_base_11,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 256usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_bk,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        256i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 1usize) % 256usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+                __p_stride_bn,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            b_base_11,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 1usize;
+                      0usize + ((__pf / 256usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_bk,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        256i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 1usize;
+                          0usize + ((__pf / 1usize) % 256usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+                __p_stride_bn,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            b_base_11,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 256usize;
+                      0usize + ((__pf / 256usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_bk,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        256i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 256usize;
+                          0usize + ((__pf / 1usize) % 256usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+                __p_stride_bn,
+              ),
+            ),
+          ),
+        );
+        (__q1 as usize) != (__q0 as usize) + 2usize
+          && (__qr as usize) == (__q0 as usize) + 2usize
+      };
       let mut __pb1: [i32; 8usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 8usize];
       let mut __lo1: i64 = i64::MAX;
       let mut __hi1: i64 = i64::MIN;
@@ -1567,7 +2051,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1585,7 +2073,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -1600,7 +2092,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1618,7 +2114,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -1633,7 +2133,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1651,7 +2155,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -1666,7 +2174,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1684,7 +2196,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -1699,7 +2215,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1717,7 +2237,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -1732,7 +2256,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1750,7 +2278,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -1765,7 +2297,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1783,7 +2319,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -1798,7 +2338,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1816,7 +2360,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -1905,7 +2453,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1923,7 +2475,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -1938,7 +2494,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1956,7 +2516,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -1971,7 +2535,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1989,7 +2557,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2004,7 +2576,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2022,7 +2598,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2037,7 +2617,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2055,7 +2639,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2070,7 +2658,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2088,7 +2680,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2103,7 +2699,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2121,7 +2721,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2136,7 +2740,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2154,7 +2762,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2243,7 +2855,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2261,7 +2877,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2276,7 +2896,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2294,7 +2918,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2309,7 +2937,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2327,7 +2959,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2342,7 +2978,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2360,7 +3000,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2375,7 +3019,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2393,7 +3041,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2408,7 +3060,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2426,7 +3082,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2441,7 +3101,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2459,7 +3123,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2474,7 +3142,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2492,7 +3164,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2581,7 +3257,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2599,7 +3279,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2614,7 +3298,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2632,7 +3320,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2647,7 +3339,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2665,7 +3361,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2680,7 +3380,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2698,7 +3402,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2713,7 +3421,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2731,7 +3443,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2746,7 +3462,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2764,7 +3484,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2779,7 +3503,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2797,7 +3525,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2812,7 +3544,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2830,7 +3566,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2919,7 +3659,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2937,7 +3681,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2952,7 +3700,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2970,7 +3722,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2985,7 +3741,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3003,7 +3763,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3018,7 +3782,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3036,7 +3804,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3051,7 +3823,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3069,7 +3845,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3084,7 +3864,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3102,7 +3886,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3117,7 +3905,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3135,7 +3927,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3150,7 +3946,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3168,7 +3968,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3257,7 +4061,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3275,7 +4083,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3290,7 +4102,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3308,7 +4124,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3323,7 +4143,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3341,7 +4165,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3356,7 +4184,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3374,7 +4206,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3389,7 +4225,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3407,7 +4247,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3422,7 +4266,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3440,7 +4288,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3455,7 +4307,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3473,7 +4329,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3488,7 +4348,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3506,7 +4370,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3595,7 +4463,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3613,7 +4485,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3628,7 +4504,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3646,7 +4526,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3661,7 +4545,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3679,7 +4567,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3694,7 +4586,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3712,7 +4608,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3727,7 +4627,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3745,7 +4649,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3760,7 +4668,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3778,7 +4690,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3793,7 +4709,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3811,7 +4731,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3826,7 +4750,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3844,7 +4772,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3933,7 +4865,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3951,7 +4887,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3966,7 +4906,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3984,7 +4928,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3999,7 +4947,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4017,7 +4969,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4032,7 +4988,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4050,7 +5010,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4065,7 +5029,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4083,7 +5051,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4098,7 +5070,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4116,7 +5092,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4131,7 +5111,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4149,7 +5133,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4164,7 +5152,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4182,7 +5174,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4337,47 +5333,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -4394,7 +5427,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4424,7 +5461,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4437,7 +5478,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4474,47 +5519,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -4531,7 +5613,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4561,7 +5647,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4574,7 +5664,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4611,47 +5705,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -4668,7 +5799,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4698,7 +5833,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4711,7 +5850,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4748,47 +5891,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -4805,7 +5985,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4835,7 +6019,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4848,7 +6036,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4889,33 +6081,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -4932,7 +6315,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4954,7 +6341,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4972,7 +6363,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5012,33 +6407,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -5055,7 +6641,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5077,7 +6667,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5095,7 +6689,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5135,33 +6733,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -5178,7 +6967,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5200,7 +6993,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5218,7 +7015,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5258,33 +7059,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -5301,7 +7293,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5323,7 +7319,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5341,7 +7341,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5381,33 +7385,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -5424,7 +7619,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5446,7 +7645,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5464,7 +7667,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5504,33 +7711,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -5547,7 +7945,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5569,7 +7971,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5587,7 +7993,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5627,33 +8037,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -5670,7 +8271,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5692,7 +8297,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5710,7 +8319,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5750,33 +8363,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -5793,7 +8597,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5815,7 +8623,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5833,7 +8645,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5896,47 +8712,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -5953,7 +8806,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5983,7 +8840,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5996,7 +8857,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6033,47 +8898,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6090,7 +8992,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6120,7 +9026,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6133,7 +9043,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6170,47 +9084,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6227,7 +9178,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6257,7 +9212,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6270,7 +9229,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6307,47 +9270,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6364,7 +9364,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6394,7 +9398,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6407,7 +9415,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6448,33 +9460,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6491,7 +9694,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6513,7 +9720,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6531,7 +9742,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6571,33 +9786,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6614,7 +10020,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6636,7 +10046,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6654,7 +10068,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6694,33 +10112,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6737,7 +10346,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6759,7 +10372,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6777,7 +10394,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6817,33 +10438,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6860,7 +10672,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6882,7 +10698,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6900,7 +10720,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6940,33 +10764,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6983,7 +10998,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7005,7 +11024,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7023,7 +11046,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -7063,33 +11090,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7106,7 +11324,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7128,7 +11350,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7146,7 +11372,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -7186,33 +11416,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7229,7 +11650,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7251,7 +11676,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7269,7 +11698,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -7309,33 +11742,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7352,7 +11976,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7374,7 +12002,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7392,7 +12024,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -7441,16 +12077,31 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 >(
                   #[inline(always)]
                   |__i: usize| {
-                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                      __sa
-                        + (({
-                          let __r: usize = (__warp / 4usize) * 64usize + __i * 16
-                            + __lane % 16;
-                          __r * 64usize
-                            + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) * 2) as u32,
-                    );
+                    __af[__i] = if __cols0 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sa
+                          + (({
+                            let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
+                            __r * 128usize
+                              + (((((__warp / 4usize) * 64usize + __i * 16) / 8
+                                + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sa
+                          + (({
+                            let __r: usize = (__warp / 4usize) * 64usize + __i * 16
+                              + __lane % 16;
+                            __r * 64usize
+                              + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                   },
                 );
                 ::kernel_std::__private::device::unroll::<
@@ -7459,15 +12110,31 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 >(
                   #[inline(always)]
                   |__jp: usize| {
-                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                      __sb
-                        + (({
-                          let __r: usize = __ks * 16 + __lane % 16;
-                          __r * 256usize
-                            + ((((__warp % 4usize) * 8usize + 2 * __jp + __lane / 16)
-                              ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) * 2) as u32,
-                    );
+                    let __bq = if __cols1 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sb
+                          + (({
+                            let __r: usize = ((__warp % 4usize) * 8usize + 2 * __jp
+                              + __lane / 16) * 8 + __lane % 8;
+                            __r * 64usize
+                              + (((__ks * 2 + (__lane / 8) % 2)
+                                ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sb
+                          + (({
+                            let __r: usize = __ks * 16 + __lane % 16;
+                            __r * 256usize
+                              + ((((__warp % 4usize) * 8usize + 2 * __jp + __lane / 16)
+                                ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                     ::kernel_std::__private::device::unroll::<
                       4usize,
                       _,
@@ -7559,47 +12226,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7627,7 +12331,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7657,7 +12365,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -7670,7 +12382,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7738,47 +12454,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7806,7 +12559,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7836,7 +12593,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -7849,7 +12610,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7917,47 +12682,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7985,7 +12787,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -8015,7 +12821,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -8028,7 +12838,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -8096,47 +12910,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -8164,7 +13015,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -8194,7 +13049,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -8207,7 +13066,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -8279,33 +13142,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -8333,7 +13387,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -8355,7 +13413,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -8373,7 +13435,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -8444,33 +13510,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -8498,7 +13755,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -8520,7 +13781,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -8538,7 +13803,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -8609,33 +13878,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -8663,7 +14123,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -8685,7 +14149,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -8703,7 +14171,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -8774,33 +14246,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -8828,7 +14491,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -8850,7 +14517,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -8868,7 +14539,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -8939,33 +14614,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -8993,7 +14859,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -9015,7 +14885,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -9033,7 +14907,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -9104,33 +14982,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -9158,7 +15227,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -9180,7 +15253,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -9198,7 +15275,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -9269,33 +15350,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -9323,7 +15595,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -9345,7 +15621,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -9363,7 +15643,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -9434,33 +15718,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -9488,7 +15963,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -9510,7 +15989,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -9528,7 +16011,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -9622,47 +16109,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -9690,7 +16214,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -9720,7 +16248,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -9733,7 +16265,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -9801,47 +16337,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -9869,7 +16442,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -9899,7 +16476,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -9912,7 +16493,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -9980,47 +16565,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -10048,7 +16670,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -10078,7 +16704,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -10091,7 +16721,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -10159,47 +16793,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -10227,7 +16898,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -10257,7 +16932,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -10270,7 +16949,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -10342,33 +17025,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -10396,7 +17270,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -10418,7 +17296,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -10436,7 +17318,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -10507,33 +17393,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -10561,7 +17638,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -10583,7 +17664,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -10601,7 +17686,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -10672,33 +17761,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -10726,7 +18006,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -10748,7 +18032,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -10766,7 +18054,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -10837,33 +18129,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -10891,7 +18374,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -10913,7 +18400,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -10931,7 +18422,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -11002,33 +18497,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -11056,7 +18742,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -11078,7 +18768,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -11096,7 +18790,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -11167,33 +18865,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -11221,7 +19110,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -11243,7 +19136,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -11261,7 +19158,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -11332,33 +19233,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -11386,7 +19478,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -11408,7 +19504,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -11426,7 +19526,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -11497,33 +19601,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 256usize;
-                        __r * 256usize
-                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 256usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 256usize;
+                          __r * 256usize
+                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 256usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 256usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -11551,7 +19846,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -11573,7 +19872,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -11591,7 +19894,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -11661,16 +19968,31 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 >(
                   #[inline(always)]
                   |__i: usize| {
-                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                      __sa
-                        + (({
-                          let __r: usize = (__warp / 4usize) * 64usize + __i * 16
-                            + __lane % 16;
-                          __r * 64usize
-                            + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) * 2) as u32,
-                    );
+                    __af[__i] = if __cols0 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sa
+                          + (({
+                            let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
+                            __r * 128usize
+                              + (((((__warp / 4usize) * 64usize + __i * 16) / 8
+                                + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sa
+                          + (({
+                            let __r: usize = (__warp / 4usize) * 64usize + __i * 16
+                              + __lane % 16;
+                            __r * 64usize
+                              + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                   },
                 );
                 ::kernel_std::__private::device::unroll::<
@@ -11679,15 +20001,31 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 >(
                   #[inline(always)]
                   |__jp: usize| {
-                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                      __sb
-                        + (({
-                          let __r: usize = __ks * 16 + __lane % 16;
-                          __r * 256usize
-                            + ((((__warp % 4usize) * 8usize + 2 * __jp + __lane / 16)
-                              ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) * 2) as u32,
-                    );
+                    let __bq = if __cols1 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sb
+                          + (({
+                            let __r: usize = ((__warp % 4usize) * 8usize + 2 * __jp
+                              + __lane / 16) * 8 + __lane % 8;
+                            __r * 64usize
+                              + (((__ks * 2 + (__lane / 8) % 2)
+                                ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sb
+                          + (({
+                            let __r: usize = __ks * 16 + __lane % 16;
+                            __r * 256usize
+                              + ((((__warp % 4usize) * 8usize + 2 * __jp + __lane / 16)
+                                ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                     ::kernel_std::__private::device::unroll::<
                       4usize,
                       _,

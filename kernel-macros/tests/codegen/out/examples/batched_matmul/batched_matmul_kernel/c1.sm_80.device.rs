@@ -167,6 +167,120 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
           __p_stride_bk,
         ),
       );
+      let __cols0: bool = {
+        let (__q0, __q1, __qr) = (
+          ::kernel_std::__private::device::ptr_add(
+            a_base_10,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_stride_am,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_ak,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            a_base_10,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 1usize;
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_stride_am,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 1usize;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_ak,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            a_base_10,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 64usize;
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_stride_am,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 64usize;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_ak,
+              ),
+            ),
+          ),
+        );
+        (__q1 as usize) != (__q0 as usize) + 2usize
+          && (__qr as usize) == (__q0 as usize) + 2usize
+      };
       let mut __pb0: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
       let mut __lo0: i64 = i64::MAX;
       let mut __hi0: i64 = i64::MIN;
@@ -188,7 +302,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -201,7 +319,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -221,7 +343,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -234,7 +360,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -254,7 +384,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -267,7 +401,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -287,7 +425,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -300,7 +442,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -320,7 +466,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -333,7 +483,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -353,7 +507,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -366,7 +524,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -386,7 +548,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -399,7 +565,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -419,7 +589,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -432,7 +606,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -526,7 +704,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -539,7 +721,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -559,7 +745,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -572,7 +762,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -592,7 +786,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -605,7 +803,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -625,7 +827,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -638,7 +844,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -658,7 +868,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -671,7 +885,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -691,7 +909,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -704,7 +926,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -724,7 +950,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -737,7 +967,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -757,7 +991,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -770,7 +1008,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -864,7 +1106,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -877,7 +1123,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -897,7 +1147,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -910,7 +1164,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -930,7 +1188,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -943,7 +1205,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -963,7 +1229,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -976,7 +1246,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -996,7 +1270,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1009,7 +1287,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1029,7 +1311,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1042,7 +1328,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1062,7 +1352,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1075,7 +1369,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1095,7 +1393,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1108,7 +1410,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1202,7 +1508,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1215,7 +1525,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1235,7 +1549,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1248,7 +1566,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1268,7 +1590,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1281,7 +1607,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1301,7 +1631,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1314,7 +1648,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1334,7 +1672,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1347,7 +1689,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1367,7 +1713,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1380,7 +1730,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1400,7 +1754,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1413,7 +1771,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1433,7 +1795,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1446,7 +1812,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1554,6 +1924,120 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
         __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
           && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
       };
+      let __cols1: bool = {
+        let (__q0, __q1, __qr) = (
+          ::kernel_std::__private::device::ptr_add(
+            b_base_11,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_bk,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+                __p_stride_bn,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            b_base_11,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 1usize;
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_bk,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 1usize;
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+                __p_stride_bn,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            b_base_11,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 128usize;
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_bk,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 128usize;
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+                __p_stride_bn,
+              ),
+            ),
+          ),
+        );
+        (__q1 as usize) != (__q0 as usize) + 2usize
+          && (__qr as usize) == (__q0 as usize) + 2usize
+      };
       let mut __pb1: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
       let mut __lo1: i64 = i64::MAX;
       let mut __hi1: i64 = i64::MIN;
@@ -1567,7 +2051,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1585,7 +2073,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1600,7 +2092,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1618,7 +2114,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1633,7 +2133,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1651,7 +2155,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1666,7 +2174,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1684,7 +2196,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1699,7 +2215,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1717,7 +2237,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1732,7 +2256,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1750,7 +2278,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1765,7 +2297,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1783,7 +2319,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1798,7 +2338,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1816,7 +2360,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1905,7 +2453,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1923,7 +2475,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1938,7 +2494,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1956,7 +2516,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1971,7 +2535,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1989,7 +2557,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2004,7 +2576,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2022,7 +2598,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2037,7 +2617,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2055,7 +2639,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2070,7 +2658,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2088,7 +2680,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2103,7 +2699,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2121,7 +2721,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2136,7 +2740,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2154,7 +2762,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2243,7 +2855,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2261,7 +2877,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2276,7 +2896,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2294,7 +2918,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2309,7 +2937,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2327,7 +2959,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2342,7 +2978,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2360,7 +3000,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2375,7 +3019,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2393,7 +3041,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2408,7 +3060,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2426,7 +3082,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2441,7 +3101,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2459,7 +3123,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2474,7 +3142,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2492,7 +3164,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2581,7 +3257,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2599,7 +3279,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2614,7 +3298,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2632,7 +3320,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2647,7 +3339,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2665,7 +3361,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2680,7 +3380,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2698,7 +3402,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2713,7 +3421,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2731,7 +3443,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2746,7 +3462,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2764,7 +3484,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2779,7 +3503,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2797,7 +3525,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2812,7 +3544,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2830,7 +3566,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -2985,47 +3725,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3042,7 +3819,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -3072,7 +3853,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3085,7 +3870,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3122,47 +3911,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3179,7 +4005,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -3209,7 +4039,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3222,7 +4056,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3259,47 +4097,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3316,7 +4191,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -3346,7 +4225,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3359,7 +4242,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3396,47 +4283,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3453,7 +4377,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -3483,7 +4411,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3496,7 +4428,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3537,33 +4473,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3580,7 +4707,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -3602,7 +4733,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 128usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3620,7 +4755,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3660,33 +4799,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3703,7 +5033,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -3725,7 +5059,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 128usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3743,7 +5081,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3783,33 +5125,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3826,7 +5359,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -3848,7 +5385,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 128usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3866,7 +5407,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3906,33 +5451,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3949,7 +5685,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -3971,7 +5711,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 128usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3989,7 +5733,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4052,47 +5800,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -4109,7 +5894,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4139,7 +5928,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4152,7 +5945,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4189,47 +5986,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -4246,7 +6080,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4276,7 +6114,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4289,7 +6131,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4326,47 +6172,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -4383,7 +6266,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4413,7 +6300,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4426,7 +6317,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4463,47 +6358,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -4520,7 +6452,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4550,7 +6486,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4563,7 +6503,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4604,33 +6548,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -4647,7 +6782,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4669,7 +6808,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 128usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4687,7 +6830,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4727,33 +6874,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -4770,7 +7108,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4792,7 +7134,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 128usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4810,7 +7156,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4850,33 +7200,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -4893,7 +7434,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4915,7 +7460,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 128usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4933,7 +7482,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4973,33 +7526,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -5016,7 +7760,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5038,7 +7786,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 128usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5056,7 +7808,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5105,16 +7861,31 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 >(
                   #[inline(always)]
                   |__i: usize| {
-                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                      __sa
-                        + (({
-                          let __r: usize = (__warp / 4usize) * 64usize + __i * 16
-                            + __lane % 16;
-                          __r * 64usize
-                            + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) * 2) as u32,
-                    );
+                    __af[__i] = if __cols0 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sa
+                          + (({
+                            let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
+                            __r * 128usize
+                              + (((((__warp / 4usize) * 64usize + __i * 16) / 8
+                                + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sa
+                          + (({
+                            let __r: usize = (__warp / 4usize) * 64usize + __i * 16
+                              + __lane % 16;
+                            __r * 64usize
+                              + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                   },
                 );
                 ::kernel_std::__private::device::unroll::<
@@ -5123,15 +7894,31 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 >(
                   #[inline(always)]
                   |__jp: usize| {
-                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                      __sb
-                        + (({
-                          let __r: usize = __ks * 16 + __lane % 16;
-                          __r * 128usize
-                            + ((((__warp % 4usize) * 4usize + 2 * __jp + __lane / 16)
-                              ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) * 2) as u32,
-                    );
+                    let __bq = if __cols1 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sb
+                          + (({
+                            let __r: usize = ((__warp % 4usize) * 4usize + 2 * __jp
+                              + __lane / 16) * 8 + __lane % 8;
+                            __r * 64usize
+                              + (((__ks * 2 + (__lane / 8) % 2)
+                                ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sb
+                          + (({
+                            let __r: usize = __ks * 16 + __lane % 16;
+                            __r * 128usize
+                              + ((((__warp % 4usize) * 4usize + 2 * __jp + __lane / 16)
+                                ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                     ::kernel_std::__private::device::unroll::<
                       4usize,
                       _,
@@ -5223,47 +8010,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5291,7 +8115,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5321,7 +8149,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5334,7 +8166,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5402,47 +8238,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5470,7 +8343,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5500,7 +8377,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5513,7 +8394,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5581,47 +8466,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5649,7 +8571,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5679,7 +8605,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5692,7 +8622,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5760,47 +8694,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5828,7 +8799,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5858,7 +8833,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5871,7 +8850,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5943,33 +8926,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5997,7 +9171,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6019,7 +9197,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 128usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6037,7 +9219,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6108,33 +9294,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6162,7 +9539,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6184,7 +9565,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 128usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6202,7 +9587,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6273,33 +9662,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6327,7 +9907,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6349,7 +9933,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 128usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6367,7 +9955,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6438,33 +10030,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6492,7 +10275,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6514,7 +10301,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 128usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6532,7 +10323,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6626,47 +10421,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6694,7 +10526,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6724,7 +10560,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6737,7 +10577,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6805,47 +10649,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6873,7 +10754,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6903,7 +10788,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6916,7 +10805,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6984,47 +10877,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7052,7 +10982,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7082,7 +11016,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -7095,7 +11033,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7163,47 +11105,84 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7231,7 +11210,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7261,7 +11244,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -7274,7 +11261,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7346,33 +11337,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7400,7 +11582,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7422,7 +11608,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 128usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7440,7 +11630,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -7511,33 +11705,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7565,7 +11950,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7587,7 +11976,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 128usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7605,7 +11998,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -7676,33 +12073,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7730,7 +12318,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7752,7 +12344,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 128usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7770,7 +12366,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -7841,33 +12441,224 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7895,7 +12686,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7917,7 +12712,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 128usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7935,7 +12734,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -8005,16 +12808,31 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 >(
                   #[inline(always)]
                   |__i: usize| {
-                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                      __sa
-                        + (({
-                          let __r: usize = (__warp / 4usize) * 64usize + __i * 16
-                            + __lane % 16;
-                          __r * 64usize
-                            + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) * 2) as u32,
-                    );
+                    __af[__i] = if __cols0 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sa
+                          + (({
+                            let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
+                            __r * 128usize
+                              + (((((__warp / 4usize) * 64usize + __i * 16) / 8
+                                + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sa
+                          + (({
+                            let __r: usize = (__warp / 4usize) * 64usize + __i * 16
+                              + __lane % 16;
+                            __r * 64usize
+                              + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                   },
                 );
                 ::kernel_std::__private::device::unroll::<
@@ -8023,15 +12841,31 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 >(
                   #[inline(always)]
                   |__jp: usize| {
-                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                      __sb
-                        + (({
-                          let __r: usize = __ks * 16 + __lane % 16;
-                          __r * 128usize
-                            + ((((__warp % 4usize) * 4usize + 2 * __jp + __lane / 16)
-                              ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) * 2) as u32,
-                    );
+                    let __bq = if __cols1 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sb
+                          + (({
+                            let __r: usize = ((__warp % 4usize) * 4usize + 2 * __jp
+                              + __lane / 16) * 8 + __lane % 8;
+                            __r * 64usize
+                              + (((__ks * 2 + (__lane / 8) % 2)
+                                ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sb
+                          + (({
+                            let __r: usize = __ks * 16 + __lane % 16;
+                            __r * 128usize
+                              + ((((__warp % 4usize) * 4usize + 2 * __jp + __lane / 16)
+                                ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                     ::kernel_std::__private::device::unroll::<
                       4usize,
                       _,

@@ -167,6 +167,120 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
           __p_stride_bk,
         ),
       );
+      let __cols0: bool = {
+        let (__q0, __q1, __qr) = (
+          ::kernel_std::__private::device::ptr_add(
+            a_base_10,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_stride_am,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_ak,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            a_base_10,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 1usize;
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_stride_am,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 1usize;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_ak,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            a_base_10,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 64usize;
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_stride_am,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 64usize;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_ak,
+              ),
+            ),
+          ),
+        );
+        (__q1 as usize) != (__q0 as usize) + 2usize
+          && (__qr as usize) == (__q0 as usize) + 2usize
+      };
       let mut __pb0: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
       let mut __lo0: i64 = i64::MAX;
       let mut __hi0: i64 = i64::MIN;
@@ -188,7 +302,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -201,7 +319,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -221,7 +343,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -234,7 +360,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -254,7 +384,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -267,7 +401,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -287,7 +425,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -300,7 +442,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -320,7 +466,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -333,7 +483,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -353,7 +507,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -366,7 +524,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -386,7 +548,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -399,7 +565,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -419,7 +589,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -432,7 +606,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -526,7 +704,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -539,7 +721,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -559,7 +745,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -572,7 +762,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -592,7 +786,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -605,7 +803,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -625,7 +827,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -638,7 +844,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -658,7 +868,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -671,7 +885,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -691,7 +909,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -704,7 +926,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -724,7 +950,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -737,7 +967,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -757,7 +991,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -770,7 +1008,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -864,7 +1106,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -877,7 +1123,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -897,7 +1147,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -910,7 +1164,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -930,7 +1188,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -943,7 +1205,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -963,7 +1229,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -976,7 +1246,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -996,7 +1270,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1009,7 +1287,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1029,7 +1311,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1042,7 +1328,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1062,7 +1352,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1075,7 +1369,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1095,7 +1393,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1108,7 +1410,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1202,7 +1508,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1215,7 +1525,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1235,7 +1549,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1248,7 +1566,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1268,7 +1590,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1281,7 +1607,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1301,7 +1631,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1314,7 +1648,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1334,7 +1672,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1347,7 +1689,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1367,7 +1713,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1380,7 +1730,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1400,7 +1754,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1413,7 +1771,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1433,7 +1795,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1446,7 +1812,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1554,6 +1924,120 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
         __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
           && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
       };
+      let __cols1: bool = {
+        let (__q0, __q1, __qr) = (
+          ::kernel_std::__private::device::ptr_add(
+            b_base_11,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_bk,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+                __p_stride_bn,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            b_base_11,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 1usize;
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_bk,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 1usize;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+                __p_stride_bn,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            b_base_11,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 64usize;
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_bk,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 64usize;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+                __p_stride_bn,
+              ),
+            ),
+          ),
+        );
+        (__q1 as usize) != (__q0 as usize) + 2usize
+          && (__qr as usize) == (__q0 as usize) + 2usize
+      };
       let mut __pb1: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
       let mut __lo1: i64 = i64::MAX;
       let mut __hi1: i64 = i64::MIN;
@@ -1567,7 +2051,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1585,7 +2073,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1600,7 +2092,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1618,7 +2114,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1633,7 +2133,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1651,7 +2155,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1666,7 +2174,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1684,7 +2196,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1699,7 +2215,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1717,7 +2237,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1732,7 +2256,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1750,7 +2278,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1765,7 +2297,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1783,7 +2319,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1798,7 +2338,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1816,7 +2360,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1905,7 +2453,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1923,7 +2475,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1938,7 +2494,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1956,7 +2516,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1971,7 +2535,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1989,7 +2557,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2004,7 +2576,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2022,7 +2598,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2037,7 +2617,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2055,7 +2639,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2070,7 +2658,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2088,7 +2680,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2103,7 +2699,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2121,7 +2721,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2136,7 +2740,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2154,7 +2762,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2243,7 +2855,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2261,7 +2877,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2276,7 +2896,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2294,7 +2918,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2309,7 +2937,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2327,7 +2959,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2342,7 +2978,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2360,7 +3000,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2375,7 +3019,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2393,7 +3041,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2408,7 +3060,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2426,7 +3082,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2441,7 +3101,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2459,7 +3123,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2474,7 +3142,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2492,7 +3164,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2581,7 +3257,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2599,7 +3279,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2614,7 +3298,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2632,7 +3320,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2647,7 +3339,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2665,7 +3361,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2680,7 +3380,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2698,7 +3402,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2713,7 +3421,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2731,7 +3443,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2746,7 +3462,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2764,7 +3484,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2779,7 +3503,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2797,7 +3525,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2812,7 +3544,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2830,7 +3566,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2984,47 +3724,83 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3041,7 +3817,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -3071,7 +3851,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3084,7 +3868,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3121,47 +3909,83 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3178,7 +4002,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -3208,7 +4036,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3221,7 +4053,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3258,47 +4094,83 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3315,7 +4187,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -3345,7 +4221,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3358,7 +4238,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3395,47 +4279,83 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3452,7 +4372,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -3482,7 +4406,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3495,7 +4423,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3536,32 +4468,223 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3578,7 +4701,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -3600,7 +4727,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3618,7 +4749,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3658,32 +4793,223 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3700,7 +5026,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -3722,7 +5052,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3740,7 +5074,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3780,32 +5118,223 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3822,7 +5351,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -3844,7 +5377,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3862,7 +5399,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3902,32 +5443,223 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3944,7 +5676,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -3966,7 +5702,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3984,7 +5724,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4047,47 +5791,83 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -4104,7 +5884,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4134,7 +5918,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4147,7 +5935,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4184,47 +5976,83 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -4241,7 +6069,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4271,7 +6103,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4284,7 +6120,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4321,47 +6161,83 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -4378,7 +6254,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4408,7 +6288,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4421,7 +6305,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4458,47 +6346,83 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -4515,7 +6439,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4545,7 +6473,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4558,7 +6490,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4599,32 +6535,223 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -4641,7 +6768,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4663,7 +6794,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4681,7 +6816,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4721,32 +6860,223 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -4763,7 +7093,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4785,7 +7119,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4803,7 +7141,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4843,32 +7185,223 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -4885,7 +7418,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4907,7 +7444,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4925,7 +7466,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4965,32 +7510,223 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -5007,7 +7743,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5029,7 +7769,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5047,7 +7791,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5096,16 +7844,31 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 >(
                   #[inline(always)]
                   |__i: usize| {
-                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                      __sa
-                        + (({
-                          let __r: usize = (__warp / 2usize) * 32usize + __i * 16
-                            + __lane % 16;
-                          __r * 64usize
-                            + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) * 2) as u32,
-                    );
+                    __af[__i] = if __cols0 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sa
+                          + (({
+                            let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
+                            __r * 64usize
+                              + (((((__warp / 2usize) * 32usize + __i * 16) / 8
+                                + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sa
+                          + (({
+                            let __r: usize = (__warp / 2usize) * 32usize + __i * 16
+                              + __lane % 16;
+                            __r * 64usize
+                              + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                   },
                 );
                 ::kernel_std::__private::device::unroll::<
@@ -5114,15 +7877,31 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 >(
                   #[inline(always)]
                   |__jp: usize| {
-                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                      __sb
-                        + (({
-                          let __r: usize = __ks * 16 + __lane % 16;
-                          __r * 64usize
-                            + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
-                              ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) * 2) as u32,
-                    );
+                    let __bq = if __cols1 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sb
+                          + (({
+                            let __r: usize = ((__warp % 2usize) * 4usize + 2 * __jp
+                              + __lane / 16) * 8 + __lane % 8;
+                            __r * 64usize
+                              + (((__ks * 2 + (__lane / 8) % 2)
+                                ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sb
+                          + (({
+                            let __r: usize = __ks * 16 + __lane % 16;
+                            __r * 64usize
+                              + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
+                                ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                     ::kernel_std::__private::device::unroll::<
                       2usize,
                       _,
@@ -5214,47 +7993,83 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5282,7 +8097,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5312,7 +8131,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5325,7 +8148,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5393,47 +8220,83 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5461,7 +8324,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5491,7 +8358,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5504,7 +8375,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5572,47 +8447,83 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5640,7 +8551,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5670,7 +8585,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5683,7 +8602,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5751,47 +8674,83 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5819,7 +8778,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5849,7 +8812,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5862,7 +8829,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5934,32 +8905,223 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5987,7 +9149,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6009,7 +9175,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6027,7 +9197,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6098,32 +9272,223 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6151,7 +9516,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6173,7 +9542,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6191,7 +9564,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6262,32 +9639,223 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6315,7 +9883,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6337,7 +9909,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6355,7 +9931,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6426,32 +10006,223 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6479,7 +10250,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6501,7 +10276,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6519,7 +10298,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6613,47 +10396,83 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6681,7 +10500,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6711,7 +10534,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6724,7 +10551,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6792,47 +10623,83 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6860,7 +10727,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6890,7 +10761,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6903,7 +10778,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6971,47 +10850,83 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7039,7 +10954,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7069,7 +10988,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -7082,7 +11005,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7150,47 +11077,83 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7218,7 +11181,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7248,7 +11215,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 64usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -7261,7 +11232,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7333,32 +11308,223 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7386,7 +11552,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7408,7 +11578,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7426,7 +11600,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -7497,32 +11675,223 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7550,7 +11919,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7572,7 +11945,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7590,7 +11967,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -7661,32 +12042,223 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7714,7 +12286,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7736,7 +12312,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7754,7 +12334,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -7825,32 +12409,223 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7878,7 +12653,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7900,7 +12679,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7918,7 +12701,11 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -7988,16 +12775,31 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 >(
                   #[inline(always)]
                   |__i: usize| {
-                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                      __sa
-                        + (({
-                          let __r: usize = (__warp / 2usize) * 32usize + __i * 16
-                            + __lane % 16;
-                          __r * 64usize
-                            + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) * 2) as u32,
-                    );
+                    __af[__i] = if __cols0 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sa
+                          + (({
+                            let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
+                            __r * 64usize
+                              + (((((__warp / 2usize) * 32usize + __i * 16) / 8
+                                + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sa
+                          + (({
+                            let __r: usize = (__warp / 2usize) * 32usize + __i * 16
+                              + __lane % 16;
+                            __r * 64usize
+                              + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                   },
                 );
                 ::kernel_std::__private::device::unroll::<
@@ -8006,15 +12808,31 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 >(
                   #[inline(always)]
                   |__jp: usize| {
-                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                      __sb
-                        + (({
-                          let __r: usize = __ks * 16 + __lane % 16;
-                          __r * 64usize
-                            + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
-                              ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) * 2) as u32,
-                    );
+                    let __bq = if __cols1 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sb
+                          + (({
+                            let __r: usize = ((__warp % 2usize) * 4usize + 2 * __jp
+                              + __lane / 16) * 8 + __lane % 8;
+                            __r * 64usize
+                              + (((__ks * 2 + (__lane / 8) % 2)
+                                ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sb
+                          + (({
+                            let __r: usize = __ks * 16 + __lane % 16;
+                            __r * 64usize
+                              + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
+                                ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                     ::kernel_std::__private::device::unroll::<
                       2usize,
                       _,

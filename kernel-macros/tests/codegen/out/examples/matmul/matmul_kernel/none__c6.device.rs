@@ -149,6 +149,120 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
           __p_stride_bk,
         ),
       );
+      let __cols0: bool = {
+        let (__q0, __q1, __qr) = (
+          ::kernel_std::__private::device::ptr_add(
+            __p_a_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_stride_am,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_ak,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            __p_a_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 1usize;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_stride_am,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 1usize;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_ak,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            __p_a_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 32usize;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_stride_am,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 32usize;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_ak,
+              ),
+            ),
+          ),
+        );
+        (__q1 as usize) != (__q0 as usize) + 2usize
+          && (__qr as usize) == (__q0 as usize) + 2usize
+      };
       let mut __pb0: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
       let mut __lo0: i64 = i64::MAX;
       let mut __hi0: i64 = i64::MIN;
@@ -170,7 +284,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -183,7 +301,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -203,7 +325,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -216,7 +342,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -236,7 +366,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -249,7 +383,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -269,7 +407,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -282,7 +424,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -302,7 +448,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -315,7 +465,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -335,7 +489,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -348,7 +506,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -368,7 +530,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -381,7 +547,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -401,7 +571,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -414,7 +588,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -508,7 +686,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -521,7 +703,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -541,7 +727,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -554,7 +744,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -574,7 +768,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -587,7 +785,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -607,7 +809,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -620,7 +826,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -640,7 +850,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -653,7 +867,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -673,7 +891,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -686,7 +908,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -706,7 +932,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -719,7 +949,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -739,7 +973,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -752,7 +990,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -846,7 +1088,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -859,7 +1105,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -879,7 +1129,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -892,7 +1146,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -912,7 +1170,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -925,7 +1187,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -945,7 +1211,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -958,7 +1228,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -978,7 +1252,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -991,7 +1269,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1011,7 +1293,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1024,7 +1310,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1044,7 +1334,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1057,7 +1351,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1077,7 +1375,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1090,7 +1392,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1184,7 +1490,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1197,7 +1507,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1217,7 +1531,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1230,7 +1548,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1250,7 +1572,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1263,7 +1589,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1283,7 +1613,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1296,7 +1630,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1316,7 +1654,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1329,7 +1671,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1349,7 +1695,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1362,7 +1712,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1382,7 +1736,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1395,7 +1753,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1415,7 +1777,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1428,7 +1794,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols0 {
+                    (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1533,6 +1903,120 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
         __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
           && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
       };
+      let __cols1: bool = {
+        let (__q0, __q1, __qr) = (
+          ::kernel_std::__private::device::ptr_add(
+            __p_b_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_bk,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+                __p_stride_bn,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            __p_b_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 1usize;
+                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_bk,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 1usize;
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+                __p_stride_bn,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            __p_b_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 32usize;
+                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_bk,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 32usize;
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+                __p_stride_bn,
+              ),
+            ),
+          ),
+        );
+        (__q1 as usize) != (__q0 as usize) + 2usize
+          && (__qr as usize) == (__q0 as usize) + 2usize
+      };
       let mut __pb1: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
       let mut __lo1: i64 = i64::MAX;
       let mut __hi1: i64 = i64::MIN;
@@ -1546,7 +2030,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1564,7 +2052,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -1579,7 +2071,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1597,7 +2093,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -1612,7 +2112,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1630,7 +2134,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -1645,7 +2153,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1663,7 +2175,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -1678,7 +2194,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1696,7 +2216,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -1711,7 +2235,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1729,7 +2257,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -1744,7 +2276,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1762,7 +2298,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -1777,7 +2317,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1795,7 +2339,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -1884,7 +2432,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 0usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
+                  } else {
+                    __f0 + 0usize
+                  });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1902,7 +2454,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -1917,7 +2473,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 1usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
+                  } else {
+                    __f0 + 1usize
+                  });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1935,7 +2495,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -1950,7 +2514,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 2usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
+                  } else {
+                    __f0 + 2usize
+                  });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1968,7 +2536,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -1983,7 +2555,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 3usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
+                  } else {
+                    __f0 + 3usize
+                  });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -2001,7 +2577,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -2016,7 +2596,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 4usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
+                  } else {
+                    __f0 + 4usize
+                  });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -2034,7 +2618,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -2049,7 +2637,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 5usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
+                  } else {
+                    __f0 + 5usize
+                  });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -2067,7 +2659,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -2082,7 +2678,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 6usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
+                  } else {
+                    __f0 + 6usize
+                  });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -2100,7 +2700,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -2115,7 +2719,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0 + 7usize);
+                  let __pf: usize = (if __cols1 {
+                    (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
+                  } else {
+                    __f0 + 7usize
+                  });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -2133,7 +2741,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -2284,47 +2896,83 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -2341,7 +2989,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -2371,7 +3023,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -2384,7 +3040,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -2421,47 +3081,83 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -2478,7 +3174,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -2508,7 +3208,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -2521,7 +3225,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -2558,47 +3266,83 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -2615,7 +3359,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -2645,7 +3393,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -2658,7 +3410,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -2695,47 +3451,83 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -2752,7 +3544,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -2782,7 +3578,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -2795,7 +3595,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -2836,32 +3640,223 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -2878,7 +3873,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -2900,7 +3899,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 32usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -2918,7 +3921,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
@@ -2958,32 +3965,223 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3000,7 +4198,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -3022,7 +4224,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 32usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3040,7 +4246,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3103,47 +4313,83 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3160,7 +4406,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -3190,7 +4440,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3203,7 +4457,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3240,47 +4498,83 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3297,7 +4591,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -3327,7 +4625,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3340,7 +4642,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3377,47 +4683,83 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3434,7 +4776,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -3464,7 +4810,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3477,7 +4827,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3514,47 +4868,83 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3571,7 +4961,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -3601,7 +4995,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3614,7 +5012,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3655,32 +5057,223 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3697,7 +5290,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -3719,7 +5316,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 32usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3737,7 +5338,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3777,32 +5382,223 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3819,7 +5615,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -3841,7 +5641,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 32usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3859,7 +5663,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3908,16 +5716,31 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 >(
                   #[inline(always)]
                   |__i: usize| {
-                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                      __sa
-                        + (({
-                          let __r: usize = (__warp / 1usize) * 32usize + __i * 16
-                            + __lane % 16;
-                          __r * 32usize
-                            + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                              * 8)
-                        }) * 2) as u32,
-                    );
+                    __af[__i] = if __cols0 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sa
+                          + (({
+                            let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
+                            __r * 64usize
+                              + (((((__warp / 1usize) * 32usize + __i * 16) / 8
+                                + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sa
+                          + (({
+                            let __r: usize = (__warp / 1usize) * 32usize + __i * 16
+                              + __lane % 16;
+                            __r * 32usize
+                              + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                                * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                   },
                 );
                 ::kernel_std::__private::device::unroll::<
@@ -3926,15 +5749,31 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 >(
                   #[inline(always)]
                   |__jp: usize| {
-                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                      __sb
-                        + (({
-                          let __r: usize = __ks * 16 + __lane % 16;
-                          __r * 32usize
-                            + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
-                              ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) * 2) as u32,
-                    );
+                    let __bq = if __cols1 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sb
+                          + (({
+                            let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
+                              + __lane / 16) * 8 + __lane % 8;
+                            __r * 32usize
+                              + (((__ks * 2 + (__lane / 8) % 2)
+                                ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sb
+                          + (({
+                            let __r: usize = __ks * 16 + __lane % 16;
+                            __r * 32usize
+                              + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
+                                ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                     ::kernel_std::__private::device::unroll::<
                       2usize,
                       _,
@@ -4026,47 +5865,83 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4094,7 +5969,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -4124,7 +6003,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4137,7 +6020,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4205,47 +6092,83 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4273,7 +6196,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -4303,7 +6230,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4316,7 +6247,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4384,47 +6319,83 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4452,7 +6423,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -4482,7 +6457,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4495,7 +6474,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4563,47 +6546,83 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4631,7 +6650,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -4661,7 +6684,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4674,7 +6701,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4746,32 +6777,223 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4799,7 +7021,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -4821,7 +7047,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 32usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -4839,7 +7069,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4910,32 +7144,223 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4963,7 +7388,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -4985,7 +7414,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 32usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5003,7 +7436,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5097,47 +7534,83 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5165,7 +7638,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5195,7 +7672,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5208,7 +7689,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5276,47 +7761,83 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5344,7 +7865,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5374,7 +7899,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5387,7 +7916,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5455,47 +7988,83 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5523,7 +8092,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5553,7 +8126,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5566,7 +8143,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5634,47 +8215,83 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x1 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                            } else {
+                              __f0 + 0usize
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5702,7 +8319,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5732,7 +8353,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5745,7 +8370,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols0 {
+                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5817,32 +8446,223 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5870,7 +8690,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5892,7 +8716,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 32usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5910,7 +8738,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5981,32 +8813,223 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
-                    })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
+                        let __sf: usize = __f0;
                         ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    })) * 2;
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 1usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 2usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 3usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 4usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 5usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 6usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + 7usize
+                              });
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6034,7 +9057,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (if __cols1 {
+                                (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                              } else {
+                                __f0 + __i
+                              });
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -6056,7 +9083,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0 + __i);
+                                    let __pf: usize = (if __cols1 {
+                                      (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                                    } else {
+                                      __f0 + __i
+                                    });
                                     0usize + ((__pf / 32usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6074,7 +9105,11 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6144,16 +9179,31 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 >(
                   #[inline(always)]
                   |__i: usize| {
-                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                      __sa
-                        + (({
-                          let __r: usize = (__warp / 1usize) * 32usize + __i * 16
-                            + __lane % 16;
-                          __r * 32usize
-                            + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                              * 8)
-                        }) * 2) as u32,
-                    );
+                    __af[__i] = if __cols0 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sa
+                          + (({
+                            let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
+                            __r * 64usize
+                              + (((((__warp / 1usize) * 32usize + __i * 16) / 8
+                                + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sa
+                          + (({
+                            let __r: usize = (__warp / 1usize) * 32usize + __i * 16
+                              + __lane % 16;
+                            __r * 32usize
+                              + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                                * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                   },
                 );
                 ::kernel_std::__private::device::unroll::<
@@ -6162,15 +9212,31 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 >(
                   #[inline(always)]
                   |__jp: usize| {
-                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                      __sb
-                        + (({
-                          let __r: usize = __ks * 16 + __lane % 16;
-                          __r * 32usize
-                            + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
-                              ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) * 2) as u32,
-                    );
+                    let __bq = if __cols1 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sb
+                          + (({
+                            let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
+                              + __lane / 16) * 8 + __lane % 8;
+                            __r * 32usize
+                              + (((__ks * 2 + (__lane / 8) % 2)
+                                ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sb
+                          + (({
+                            let __r: usize = __ks * 16 + __lane % 16;
+                            __r * 32usize
+                              + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
+                                ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                     ::kernel_std::__private::device::unroll::<
                       2usize,
                       _,

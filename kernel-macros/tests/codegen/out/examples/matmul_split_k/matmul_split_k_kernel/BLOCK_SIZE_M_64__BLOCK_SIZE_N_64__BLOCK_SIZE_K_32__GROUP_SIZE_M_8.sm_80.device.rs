@@ -167,6 +167,144 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
           __p_stride_bk,
         ),
       );
+      let __cols0: bool = {
+        let (__q0, __q1, __qr) = (
+          ::kernel_std::__private::device::ptr_add(
+            __p_a_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_stride_am,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_k_1,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = 0usize;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_ak,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            __p_a_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 1usize;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_stride_am,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_k_1,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = 1usize;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_ak,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            __p_a_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 32usize;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_stride_am,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_k_1,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = 32usize;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_ak,
+              ),
+            ),
+          ),
+        );
+        (__q1 as usize) != (__q0 as usize) + 2usize
+          && (__qr as usize) == (__q0 as usize) + 2usize
+      };
       let mut __pb0: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
       let mut __lo0: i64 = i64::MAX;
       let mut __hi0: i64 = i64::MIN;
@@ -188,7 +326,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -208,7 +350,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 0usize);
+                    let __pf: usize = (if __cols0 {
+                      (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                    } else {
+                      __f0 + 0usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -229,7 +375,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -249,7 +399,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 1usize);
+                    let __pf: usize = (if __cols0 {
+                      (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                    } else {
+                      __f0 + 1usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -270,7 +424,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -290,7 +448,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 2usize);
+                    let __pf: usize = (if __cols0 {
+                      (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                    } else {
+                      __f0 + 2usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -311,7 +473,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -331,7 +497,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 3usize);
+                    let __pf: usize = (if __cols0 {
+                      (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                    } else {
+                      __f0 + 3usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -352,7 +522,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -372,7 +546,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 4usize);
+                    let __pf: usize = (if __cols0 {
+                      (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                    } else {
+                      __f0 + 4usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -393,7 +571,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -413,7 +595,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 5usize);
+                    let __pf: usize = (if __cols0 {
+                      (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                    } else {
+                      __f0 + 5usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -434,7 +620,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -454,7 +644,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 6usize);
+                    let __pf: usize = (if __cols0 {
+                      (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                    } else {
+                      __f0 + 6usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -475,7 +669,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -495,7 +693,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 7usize);
+                    let __pf: usize = (if __cols0 {
+                      (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                    } else {
+                      __f0 + 7usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -590,7 +792,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -610,7 +816,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 0usize);
+                    let __pf: usize = (if __cols0 {
+                      (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                    } else {
+                      __f0 + 0usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -631,7 +841,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -651,7 +865,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 1usize);
+                    let __pf: usize = (if __cols0 {
+                      (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                    } else {
+                      __f0 + 1usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -672,7 +890,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -692,7 +914,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 2usize);
+                    let __pf: usize = (if __cols0 {
+                      (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                    } else {
+                      __f0 + 2usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -713,7 +939,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -733,7 +963,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 3usize);
+                    let __pf: usize = (if __cols0 {
+                      (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                    } else {
+                      __f0 + 3usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -754,7 +988,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -774,7 +1012,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 4usize);
+                    let __pf: usize = (if __cols0 {
+                      (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                    } else {
+                      __f0 + 4usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -795,7 +1037,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -815,7 +1061,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 5usize);
+                    let __pf: usize = (if __cols0 {
+                      (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                    } else {
+                      __f0 + 5usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -836,7 +1086,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -856,7 +1110,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 6usize);
+                    let __pf: usize = (if __cols0 {
+                      (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                    } else {
+                      __f0 + 6usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -877,7 +1135,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols0 {
+                        (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -897,7 +1159,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 7usize);
+                    let __pf: usize = (if __cols0 {
+                      (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                    } else {
+                      __f0 + 7usize
+                    });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1003,6 +1269,144 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
         __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
           && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
       };
+      let __cols1: bool = {
+        let (__q0, __q1, __qr) = (
+          ::kernel_std::__private::device::ptr_add(
+            __p_b_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_k_1,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = 0usize;
+                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_bk,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_10,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+                __p_stride_bn,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            __p_b_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_k_1,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = 1usize;
+                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_bk,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_10,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 1usize;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+                __p_stride_bn,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            __p_b_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_k_1,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = 64usize;
+                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_bk,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_10,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 64usize;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+                __p_stride_bn,
+              ),
+            ),
+          ),
+        );
+        (__q1 as usize) != (__q0 as usize) + 2usize
+          && (__qr as usize) == (__q0 as usize) + 2usize
+      };
       let mut __pb1: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
       let mut __lo1: i64 = i64::MAX;
       let mut __hi1: i64 = i64::MIN;
@@ -1023,7 +1427,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 0usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
+                    } else {
+                      __f0 + 0usize
+                    });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1042,7 +1450,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1064,7 +1476,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 1usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
+                    } else {
+                      __f0 + 1usize
+                    });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1083,7 +1499,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1105,7 +1525,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 2usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
+                    } else {
+                      __f0 + 2usize
+                    });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1124,7 +1548,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1146,7 +1574,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 3usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
+                    } else {
+                      __f0 + 3usize
+                    });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1165,7 +1597,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1187,7 +1623,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 4usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
+                    } else {
+                      __f0 + 4usize
+                    });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1206,7 +1646,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1228,7 +1672,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 5usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
+                    } else {
+                      __f0 + 5usize
+                    });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1247,7 +1695,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1269,7 +1721,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 6usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
+                    } else {
+                      __f0 + 6usize
+                    });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1288,7 +1744,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1310,7 +1770,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 7usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
+                    } else {
+                      __f0 + 7usize
+                    });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1329,7 +1793,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1425,7 +1893,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 0usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
+                    } else {
+                      __f0 + 0usize
+                    });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1444,7 +1916,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
+                      } else {
+                        __f0 + 0usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1466,7 +1942,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 1usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
+                    } else {
+                      __f0 + 1usize
+                    });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1485,7 +1965,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 1usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
+                      } else {
+                        __f0 + 1usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1507,7 +1991,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 2usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
+                    } else {
+                      __f0 + 2usize
+                    });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1526,7 +2014,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 2usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
+                      } else {
+                        __f0 + 2usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1548,7 +2040,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 3usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
+                    } else {
+                      __f0 + 3usize
+                    });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1567,7 +2063,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 3usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
+                      } else {
+                        __f0 + 3usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1589,7 +2089,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 4usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
+                    } else {
+                      __f0 + 4usize
+                    });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1608,7 +2112,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 4usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
+                      } else {
+                        __f0 + 4usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1630,7 +2138,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 5usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
+                    } else {
+                      __f0 + 5usize
+                    });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1649,7 +2161,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 5usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
+                      } else {
+                        __f0 + 5usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1671,7 +2187,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 6usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
+                    } else {
+                      __f0 + 6usize
+                    });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1690,7 +2210,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 6usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
+                      } else {
+                        __f0 + 6usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1712,7 +2236,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 7usize);
+                    let __pf: usize = (if __cols1 {
+                      (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
+                    } else {
+                      __f0 + 7usize
+                    });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1731,7 +2259,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = (if __cols1 {
+                        (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
+                      } else {
+                        __f0 + 7usize
+                      });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1882,66 +2414,113 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_17,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                             32i64,
                           ),
-                          split_k_2,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -1965,7 +2544,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + __i);
+                                let __pf: usize = (if __cols0 {
+                                  (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                } else {
+                                  __f0 + __i
+                                });
                                 0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -1999,7 +2582,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -2019,7 +2606,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols0 {
+                                        (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2057,66 +2648,113 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_17,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                             32i64,
                           ),
-                          split_k_2,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -2140,7 +2778,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + __i);
+                                let __pf: usize = (if __cols0 {
+                                  (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                } else {
+                                  __f0 + __i
+                                });
                                 0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -2174,7 +2816,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -2194,7 +2840,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols0 {
+                                        (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2236,43 +2886,322 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 0usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
                         ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 32usize) * 1usize
-                          }) as i32,
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
                         ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_17,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 1usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 2usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 3usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 4usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 5usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 6usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 7usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                             32i64,
                           ),
-                          split_k_2,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -2296,7 +3225,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + __i);
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + __i
+                                });
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -2329,7 +3262,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2348,7 +3285,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -2388,43 +3329,322 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 0usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
                         ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 32usize) * 1usize
-                          }) as i32,
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
                         ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_17,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 1usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 2usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 3usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 4usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 5usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 6usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 7usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                             32i64,
                           ),
-                          split_k_2,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -2448,7 +3668,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + __i);
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + __i
+                                });
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -2481,7 +3705,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2500,7 +3728,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -2563,66 +3795,113 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_17,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                             32i64,
                           ),
-                          split_k_2,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -2646,7 +3925,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + __i);
+                                let __pf: usize = (if __cols0 {
+                                  (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                } else {
+                                  __f0 + __i
+                                });
                                 0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -2680,7 +3963,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -2700,7 +3987,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols0 {
+                                        (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2738,66 +4029,113 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_17,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                             32i64,
                           ),
-                          split_k_2,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } {
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -2821,7 +4159,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + __i);
+                                let __pf: usize = (if __cols0 {
+                                  (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                } else {
+                                  __f0 + __i
+                                });
                                 0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -2855,7 +4197,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -2875,7 +4221,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols0 {
+                                        (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -2917,43 +4267,322 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 0usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
                         ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 32usize) * 1usize
-                          }) as i32,
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
                         ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_17,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 1usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 2usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 3usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 4usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 5usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 6usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 7usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                             32i64,
                           ),
-                          split_k_2,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -2977,7 +4606,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + __i);
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + __i
+                                });
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -3010,7 +4643,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -3029,7 +4666,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3069,43 +4710,322 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 0usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
                         ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 32usize) * 1usize
-                          }) as i32,
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
                         ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_17,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 1usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 2usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 3usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 4usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 5usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 6usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 7usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                             32i64,
                           ),
-                          split_k_2,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
                         ),
                       ),
-                    ),
-                  ) {
+                    )
+                  }) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -3129,7 +5049,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + __i);
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + __i
+                                });
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -3162,7 +5086,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -3181,7 +5109,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3230,16 +5162,31 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 >(
                   #[inline(always)]
                   |__i: usize| {
-                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                      __sa
-                        + (({
-                          let __r: usize = (__warp / 2usize) * 32usize + __i * 16
-                            + __lane % 16;
-                          __r * 32usize
-                            + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                              * 8)
-                        }) * 2) as u32,
-                    );
+                    __af[__i] = if __cols0 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sa
+                          + (({
+                            let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
+                            __r * 64usize
+                              + (((((__warp / 2usize) * 32usize + __i * 16) / 8
+                                + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sa
+                          + (({
+                            let __r: usize = (__warp / 2usize) * 32usize + __i * 16
+                              + __lane % 16;
+                            __r * 32usize
+                              + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                                * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                   },
                 );
                 ::kernel_std::__private::device::unroll::<
@@ -3248,15 +5195,31 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 >(
                   #[inline(always)]
                   |__jp: usize| {
-                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                      __sb
-                        + (({
-                          let __r: usize = __ks * 16 + __lane % 16;
-                          __r * 64usize
-                            + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
-                              ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) * 2) as u32,
-                    );
+                    let __bq = if __cols1 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sb
+                          + (({
+                            let __r: usize = ((__warp % 2usize) * 4usize + 2 * __jp
+                              + __lane / 16) * 8 + __lane % 8;
+                            __r * 32usize
+                              + (((__ks * 2 + (__lane / 8) % 2)
+                                ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sb
+                          + (({
+                            let __r: usize = __ks * 16 + __lane % 16;
+                            __r * 64usize
+                              + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
+                                ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                     ::kernel_std::__private::device::unroll::<
                       2usize,
                       _,
@@ -3348,66 +5311,113 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_17,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                             32i64,
                           ),
-                          split_k_2,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -3442,7 +5452,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + __i);
+                                let __pf: usize = (if __cols0 {
+                                  (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                } else {
+                                  __f0 + __i
+                                });
                                 0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -3476,7 +5490,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3496,7 +5514,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols0 {
+                                        (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -3565,66 +5587,113 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_17,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                             32i64,
                           ),
-                          split_k_2,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -3659,7 +5728,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + __i);
+                                let __pf: usize = (if __cols0 {
+                                  (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                } else {
+                                  __f0 + __i
+                                });
                                 0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -3693,7 +5766,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3713,7 +5790,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols0 {
+                                        (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -3786,43 +5867,322 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 0usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
                         ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 32usize) * 1usize
-                          }) as i32,
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
                         ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_17,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 1usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 2usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 3usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 4usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 5usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 6usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 7usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                             32i64,
                           ),
-                          split_k_2,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -3857,7 +6217,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + __i);
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + __i
+                                });
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -3890,7 +6254,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -3909,7 +6277,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -3980,43 +6352,322 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 0usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
                         ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 32usize) * 1usize
-                          }) as i32,
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
                         ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_17,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 1usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 2usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 3usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 4usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 5usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 6usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 7usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                             32i64,
                           ),
-                          split_k_2,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4051,7 +6702,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + __i);
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + __i
+                                });
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -4084,7 +6739,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -4103,7 +6762,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4197,66 +6860,113 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_17,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                             32i64,
                           ),
-                          split_k_2,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4291,7 +7001,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + __i);
+                                let __pf: usize = (if __cols0 {
+                                  (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                } else {
+                                  __f0 + __i
+                                });
                                 0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -4325,7 +7039,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4345,7 +7063,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols0 {
+                                        (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -4414,66 +7136,113 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                     __off0,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols0 {
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if {
-                    let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_17,
+                  if (if __cols0 {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                             32i64,
                           ),
-                          split_k_2,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (if __cols0 {
+                                (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                              } else {
+                                __f0 + 0usize
+                              });
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
                         ),
                       ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  } else {
+                    {
+                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
                         __x1,
-                        __c2,
+                        __x0,
                       )
-                  } && (__g as usize) % 16 == 0
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    }
+                  }) && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4508,7 +7277,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + __i);
+                                let __pf: usize = (if __cols0 {
+                                  (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                } else {
+                                  __f0 + __i
+                                });
                                 0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -4542,7 +7315,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols0 {
+                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4562,7 +7339,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols0 {
+                                        (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -4635,43 +7416,322 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 0usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
                         ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 32usize) * 1usize
-                          }) as i32,
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
                         ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_17,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 1usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 2usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 3usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 4usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 5usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 6usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 7usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                             32i64,
                           ),
-                          split_k_2,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4706,7 +7766,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + __i);
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + __i
+                                });
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -4739,7 +7803,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -4758,7 +7826,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -4829,43 +7901,322 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                     __off1,
                   );
                   let __so: usize = __dst
-                    + (({
-                      let __sf: usize = __f0;
+                    + ((if __cols1 {
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })
+                    } else {
+                      ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_k_1,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
+                  if (if __cols1 {
+                    (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 0usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
                         ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 32usize) * 1usize
-                          }) as i32,
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
                         ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_17,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 1usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 2usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 3usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 4usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 5usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 6usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + 7usize
+                                });
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ))
+                  } else {
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                             32i64,
                           ),
-                          split_k_2,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
                         ),
                       ),
-                    ),
-                  ) && (__g as usize) % 16 == 0
+                    )
+                  }) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4900,7 +8251,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + __i);
+                                let __pf: usize = (if __cols1 {
+                                  (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                } else {
+                                  __f0 + __i
+                                });
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -4933,7 +8288,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (__f0 + __i);
+                                      let __pf: usize = (if __cols1 {
+                                        (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                      } else {
+                                        __f0 + __i
+                                      });
                                       0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
@@ -4952,7 +8311,11 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (__f0 + __i);
+                                        let __pf: usize = (if __cols1 {
+                                          (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
+                                        } else {
+                                          __f0 + __i
+                                        });
                                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5022,16 +8385,31 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 >(
                   #[inline(always)]
                   |__i: usize| {
-                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                      __sa
-                        + (({
-                          let __r: usize = (__warp / 2usize) * 32usize + __i * 16
-                            + __lane % 16;
-                          __r * 32usize
-                            + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                              * 8)
-                        }) * 2) as u32,
-                    );
+                    __af[__i] = if __cols0 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sa
+                          + (({
+                            let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
+                            __r * 64usize
+                              + (((((__warp / 2usize) * 32usize + __i * 16) / 8
+                                + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sa
+                          + (({
+                            let __r: usize = (__warp / 2usize) * 32usize + __i * 16
+                              + __lane % 16;
+                            __r * 32usize
+                              + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                                * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                   },
                 );
                 ::kernel_std::__private::device::unroll::<
@@ -5040,15 +8418,31 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 >(
                   #[inline(always)]
                   |__jp: usize| {
-                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                      __sb
-                        + (({
-                          let __r: usize = __ks * 16 + __lane % 16;
-                          __r * 64usize
-                            + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
-                              ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) * 2) as u32,
-                    );
+                    let __bq = if __cols1 {
+                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                        __lane,
+                      );
+                      ::kernel_std::__private::device::ldmatrix_x4(
+                        __sb
+                          + (({
+                            let __r: usize = ((__warp % 2usize) * 4usize + 2 * __jp
+                              + __lane / 16) * 8 + __lane % 8;
+                            __r * 32usize
+                              + (((__ks * 2 + (__lane / 8) % 2)
+                                ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    } else {
+                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sb
+                          + (({
+                            let __r: usize = __ks * 16 + __lane % 16;
+                            __r * 64usize
+                              + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
+                                ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      )
+                    };
                     ::kernel_std::__private::device::unroll::<
                       2usize,
                       _,

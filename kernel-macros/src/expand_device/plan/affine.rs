@@ -1,14 +1,14 @@
 //! Affine analysis of integer and pointer blocks: an expression that is a uniform base plus,
 //! along each axis, the axis index times a stride (index arithmetic built from `arange`,
 //! broadcasts, sums, and products with uniform scalars) has per-axis strides, each a constant
-//! known when the kernel is compiled or a run-time value. The code generator uses them to pick,
-//! before run time, the axis along which a pointer block is contiguous.
+//! known when the kernel is compiled or a run-time value. The plan uses them to pick, before run
+//! time, the axis along which a pointer block is contiguous, or to leave the choice to run time.
 
 use super::*;
 
 /// The stride of an affine block along one axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Stride {
+pub(crate) enum Stride {
     /// Known when the kernel is compiled (in elements for pointers).
     Const(i64),
     /// A uniform value known at run time.
@@ -32,11 +32,11 @@ impl Stride {
     }
 }
 
-impl DevGen<'_> {
+impl DevicePlan<'_> {
     /// The per-axis strides of `e` (one per axis of its shape) when it is affine in its
     /// indices; `None` otherwise (loads, remainders, comparisons, ...). Integer wrap-around is
     /// not modelled: callers check addresses at run time before relying on contiguity.
-    pub(super) fn strides(&self, e: ExprId) -> Option<Vec<Stride>> {
+    pub(crate) fn strides(&self, e: ExprId) -> Option<Vec<Stride>> {
         let k = self.k;
         let shape = &self.shapes[e];
         let int = |x: ExprId| matches!(k.exprs[x].ty.dtype(), Some(DType::I32 | DType::I64 | DType::U32)) || matches!(k.exprs[x].ty.elem, Elem::Ptr(_));
@@ -107,7 +107,7 @@ impl DevGen<'_> {
     /// only through broadcasts, unit axes and elementwise operations from values that vary
     /// there (an `arange` along it, a load or a materialized value that is not one element wide
     /// there). A mask that does not vary along a chunk is evaluated once per chunk.
-    pub(super) fn varies_along(&self, e: ExprId, axis: usize) -> bool {
+    pub(crate) fn varies_along(&self, e: ExprId, axis: usize) -> bool {
         let k = self.k;
         let shape = &self.shapes[e];
         if axis >= shape.len() || shape[axis] == 1 {
@@ -134,10 +134,58 @@ impl DevGen<'_> {
         }
     }
 
+    /// The stride of `e` along axis `axis` alone: like [`Self::strides`], but the parts of `e`
+    /// that do not vary along `axis` count as constant there whatever they are (the rows
+    /// `(pid * BM + arange(0, BM)) % M` of `a + rows[:, None] * s + cols[None, :]` have no stride,
+    /// yet the block steps by one along its columns).
+    pub(crate) fn stride_along(&self, e: ExprId, axis: usize) -> Option<Stride> {
+        let k = self.k;
+        let shape = &self.shapes[e];
+        if !self.varies_along(e, axis) {
+            return Some(Stride::Const(0));
+        }
+        let int = |x: ExprId| matches!(k.exprs[x].ty.dtype(), Some(DType::I32 | DType::I64 | DType::U32)) || matches!(k.exprs[x].ty.elem, Elem::Ptr(_));
+        // The same axis of an operand broadcast to `shape` (right-aligned).
+        let sub = |x: ExprId| -> Option<Stride> {
+            let a = (axis + self.shapes[x].len()).checked_sub(shape.len());
+            match a {
+                Some(a) if self.shapes[x][a] != 1 => self.stride_along(x, a),
+                _ => Some(Stride::Const(0)),
+            }
+        };
+        let uniform = |x: ExprId| (0..self.shapes[x].len()).all(|a| !self.varies_along(x, a));
+        match &k.exprs[e].kind {
+            ExprKind::Arange { .. } => Some(Stride::Const(1)),
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(init) => self.stride_along(init, axis),
+                _ => None,
+            },
+            ExprKind::ExpandDims(x, ax) => match axis.cmp(ax) {
+                std::cmp::Ordering::Equal => Some(Stride::Const(0)),
+                std::cmp::Ordering::Less => self.stride_along(*x, axis),
+                std::cmp::Ordering::Greater => self.stride_along(*x, axis - 1),
+            },
+            ExprKind::Reshape(x) if self.shapes[*x] == *shape => self.stride_along(*x, axis),
+            ExprKind::BroadcastTo(x) => sub(*x),
+            ExprKind::Cast(x) if int(e) && int(*x) => sub(*x),
+            ExprKind::Unary(UnOp::Neg, x) if int(e) => Some(sub(*x)?.scale(Stride::Const(-1))),
+            ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) if int(e) => {
+                let neg = if *op == BinOp::Sub { Stride::Const(-1) } else { Stride::Const(1) };
+                Some(sub(*a)?.add(sub(*b)?.scale(neg)))
+            }
+            ExprKind::PtrAdd(p, o) => Some(sub(*p)?.add(sub(*o)?)),
+            ExprKind::Binary(BinOp::Mul, a, b) if int(e) => {
+                let (x, c) = if uniform(*b) { (*a, *b) } else if uniform(*a) { (*b, *a) } else { return None };
+                Some(sub(x)?.scale(self.constant(c).map_or(Stride::Runtime, Stride::Const)))
+            }
+            _ => None,
+        }
+    }
+
     /// Whether a 2-D pointer block steps by one element along its first axis and not along its
     /// second (as the transposed view `k_ptr + cols[None, :] * stride + offs_d[:, None]` does):
     /// its tile is then copied in chunks along the columns.
-    pub(super) fn contiguous_down(&self, ptr: ExprId) -> bool {
+    pub(crate) fn contiguous_down(&self, ptr: ExprId) -> bool {
         matches!(self.strides(ptr).as_deref(), Some([Stride::Const(1), s]) if *s != Stride::Const(1))
     }
 }
