@@ -22,8 +22,9 @@ pub(crate) struct PipeOp {
     pub(crate) inner: usize,
     /// Whether the operand may be staged transposed (`Staging::Cols`), chosen at run time per
     /// block: an `mma.sync` operand (not widened) that may be contiguous down its columns for
-    /// some launches (a transposed view: not known to be contiguous along its rows). Its chunks
-    /// then run down the columns and the product reads it with `ldmatrix.trans`.
+    /// some launches (a transposed view: not known to be contiguous along its rows), in a tiling
+    /// with registers to spare. Its chunks then run down the columns and the product reads it
+    /// with `ldmatrix.trans` (A) or plain `ldmatrix` (B).
     pub(crate) transposable: bool,
 }
 
@@ -62,6 +63,10 @@ impl PipePlan {
         writeln!(f)
     }
 }
+
+/// The most f32 accumulator registers per thread of an `mma.sync` K loop whose operands may be
+/// staged transposed (`PipeOp::transposable`).
+const MAX_TRANSPOSABLE_ACC: usize = 64;
 
 impl DevicePlan<'_> {
     /// The schedule of a loop over `var` that is not software-pipelined: which tensor-core `dot`
@@ -233,7 +238,11 @@ impl DevicePlan<'_> {
         // Not when the rows are known to be contiguous, nor when the columns are known not to be
         // (rows wrapped with `%` have no stride: the run-time test decides).
         let down = self.stride_along(base, 1) != Some(Stride::Const(1)) && !matches!(self.stride_along(base, 0), Some(Stride::Const(s)) if s != 1);
-        matches!(layout, Layout::Mma { wg: false, .. }) && !self.is_widened(x) && rows.is_multiple_of(8) && rows >= 16 && inner >= 16 && down
+        // The second staging costs registers (its chunk offsets, its fragment addresses): not
+        // in tilings whose accumulators already take more than half of a thread's registers
+        // there, which reach the register limit and would spill.
+        let Layout::Mma { tm, tn, wg: false, .. } = layout else { return false };
+        tm * tn * 4 <= MAX_TRANSPOSABLE_ACC && !self.is_widened(x) && rows.is_multiple_of(8) && rows >= 16 && inner >= 16 && down
     }
 
     /// The `dot`s of the top-level statements of a loop body.

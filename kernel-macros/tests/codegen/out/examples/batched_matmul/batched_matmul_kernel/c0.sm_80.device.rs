@@ -167,120 +167,6 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
           __p_stride_bk,
         ),
       );
-      let __cols0: bool = {
-        let (__q0, __q1, __qr) = (
-          ::kernel_std::__private::device::ptr_add(
-            a_base_10,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 0usize;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                ),
-                __p_stride_am,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = 0usize;
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_stride_ak,
-              ),
-            ),
-          ),
-          ::kernel_std::__private::device::ptr_add(
-            a_base_10,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 1usize;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                ),
-                __p_stride_am,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = 1usize;
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_stride_ak,
-              ),
-            ),
-          ),
-          ::kernel_std::__private::device::ptr_add(
-            a_base_10,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 64usize;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                ),
-                __p_stride_am,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = 64usize;
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_stride_ak,
-              ),
-            ),
-          ),
-        );
-        (__q1 as usize) != (__q0 as usize) + 2usize
-          && (__qr as usize) == (__q0 as usize) + 2usize
-      };
       let mut __pb0: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
       let mut __lo0: i64 = i64::MAX;
       let mut __hi0: i64 = i64::MIN;
@@ -302,11 +188,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 0usize
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -319,11 +201,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 0usize
-                  });
+                  let __pf: usize = (__f0 + 0usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -343,11 +221,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 1usize
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -360,11 +234,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 1usize
-                  });
+                  let __pf: usize = (__f0 + 1usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -384,11 +254,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 2usize
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -401,11 +267,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 2usize
-                  });
+                  let __pf: usize = (__f0 + 2usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -425,11 +287,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 3usize
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -442,11 +300,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 3usize
-                  });
+                  let __pf: usize = (__f0 + 3usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -466,11 +320,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 4usize
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -483,11 +333,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 4usize
-                  });
+                  let __pf: usize = (__f0 + 4usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -507,11 +353,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 5usize
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -524,11 +366,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 5usize
-                  });
+                  let __pf: usize = (__f0 + 5usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -548,11 +386,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 6usize
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -565,11 +399,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 6usize
-                  });
+                  let __pf: usize = (__f0 + 6usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -589,11 +419,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 7usize
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -606,11 +432,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 7usize
-                  });
+                  let __pf: usize = (__f0 + 7usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -704,11 +526,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 0usize
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -721,11 +539,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 0usize
-                  });
+                  let __pf: usize = (__f0 + 0usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -745,11 +559,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 1usize
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -762,11 +572,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 1usize
-                  });
+                  let __pf: usize = (__f0 + 1usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -786,11 +592,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 2usize
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -803,11 +605,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 2usize
-                  });
+                  let __pf: usize = (__f0 + 2usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -827,11 +625,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 3usize
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -844,11 +638,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 3usize
-                  });
+                  let __pf: usize = (__f0 + 3usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -868,11 +658,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 4usize
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -885,11 +671,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 4usize
-                  });
+                  let __pf: usize = (__f0 + 4usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -909,11 +691,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 5usize
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -926,11 +704,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 5usize
-                  });
+                  let __pf: usize = (__f0 + 5usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -950,11 +724,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 6usize
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -967,11 +737,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 6usize
-                  });
+                  let __pf: usize = (__f0 + 6usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -991,11 +757,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 7usize
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1008,11 +770,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 7usize
-                  });
+                  let __pf: usize = (__f0 + 7usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1106,11 +864,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 0usize
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1123,11 +877,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 0usize
-                  });
+                  let __pf: usize = (__f0 + 0usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1147,11 +897,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 1usize
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1164,11 +910,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 1usize
-                  });
+                  let __pf: usize = (__f0 + 1usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1188,11 +930,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 2usize
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1205,11 +943,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 2usize
-                  });
+                  let __pf: usize = (__f0 + 2usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1229,11 +963,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 3usize
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1246,11 +976,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 3usize
-                  });
+                  let __pf: usize = (__f0 + 3usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1270,11 +996,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 4usize
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1287,11 +1009,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 4usize
-                  });
+                  let __pf: usize = (__f0 + 4usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1311,11 +1029,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 5usize
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1328,11 +1042,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 5usize
-                  });
+                  let __pf: usize = (__f0 + 5usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1352,11 +1062,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 6usize
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1369,11 +1075,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 6usize
-                  });
+                  let __pf: usize = (__f0 + 6usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1393,11 +1095,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 7usize
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1410,11 +1108,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 7usize
-                  });
+                  let __pf: usize = (__f0 + 7usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1508,11 +1202,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 0usize
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1525,11 +1215,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 0usize
-                  });
+                  let __pf: usize = (__f0 + 0usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1549,11 +1235,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 1usize
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1566,11 +1248,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 1usize
-                  });
+                  let __pf: usize = (__f0 + 1usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1590,11 +1268,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 2usize
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1607,11 +1281,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 2usize
-                  });
+                  let __pf: usize = (__f0 + 2usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1631,11 +1301,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 3usize
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1648,11 +1314,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 3usize
-                  });
+                  let __pf: usize = (__f0 + 3usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1672,11 +1334,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 4usize
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1689,11 +1347,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 4usize
-                  });
+                  let __pf: usize = (__f0 + 4usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1713,11 +1367,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 5usize
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1730,11 +1380,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 5usize
-                  });
+                  let __pf: usize = (__f0 + 5usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1754,11 +1400,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 6usize
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1771,11 +1413,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 6usize
-                  });
+                  let __pf: usize = (__f0 + 6usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1795,11 +1433,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
-                      } else {
-                        __f0 + 7usize
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
                   ),
@@ -1812,11 +1446,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
-                  } else {
-                    __f0 + 7usize
-                  });
+                  let __pf: usize = (__f0 + 7usize);
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -1924,120 +1554,6 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
         __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
           && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
       };
-      let __cols1: bool = {
-        let (__q0, __q1, __qr) = (
-          ::kernel_std::__private::device::ptr_add(
-            b_base_11,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = 0usize;
-                      0usize + ((__pf / 256usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_stride_bk,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_9,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 0usize;
-                          0usize + ((__pf / 1usize) % 256usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-                __p_stride_bn,
-              ),
-            ),
-          ),
-          ::kernel_std::__private::device::ptr_add(
-            b_base_11,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = 1usize;
-                      0usize + ((__pf / 256usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_stride_bk,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_9,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 1usize;
-                          0usize + ((__pf / 1usize) % 256usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-                __p_stride_bn,
-              ),
-            ),
-          ),
-          ::kernel_std::__private::device::ptr_add(
-            b_base_11,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = 256usize;
-                      0usize + ((__pf / 256usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_stride_bk,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_9,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 256usize;
-                          0usize + ((__pf / 1usize) % 256usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-                __p_stride_bn,
-              ),
-            ),
-          ),
-        );
-        (__q1 as usize) != (__q0 as usize) + 2usize
-          && (__qr as usize) == (__q0 as usize) + 2usize
-      };
       let mut __pb1: [i32; 8usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 8usize];
       let mut __lo1: i64 = i64::MAX;
       let mut __hi1: i64 = i64::MIN;
@@ -2051,11 +1567,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 0usize
-                  });
+                  let __pf: usize = (__f0 + 0usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2073,11 +1585,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 0usize
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2092,11 +1600,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 1usize
-                  });
+                  let __pf: usize = (__f0 + 1usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2114,11 +1618,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 1usize
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2133,11 +1633,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 2usize
-                  });
+                  let __pf: usize = (__f0 + 2usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2155,11 +1651,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 2usize
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2174,11 +1666,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 3usize
-                  });
+                  let __pf: usize = (__f0 + 3usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2196,11 +1684,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 3usize
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2215,11 +1699,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 4usize
-                  });
+                  let __pf: usize = (__f0 + 4usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2237,11 +1717,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 4usize
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2256,11 +1732,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 5usize
-                  });
+                  let __pf: usize = (__f0 + 5usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2278,11 +1750,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 5usize
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2297,11 +1765,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 6usize
-                  });
+                  let __pf: usize = (__f0 + 6usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2319,11 +1783,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 6usize
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2338,11 +1798,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 7usize
-                  });
+                  let __pf: usize = (__f0 + 7usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2360,11 +1816,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 7usize
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2453,11 +1905,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 0usize
-                  });
+                  let __pf: usize = (__f0 + 0usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2475,11 +1923,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 0usize
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2494,11 +1938,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 1usize
-                  });
+                  let __pf: usize = (__f0 + 1usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2516,11 +1956,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 1usize
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2535,11 +1971,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 2usize
-                  });
+                  let __pf: usize = (__f0 + 2usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2557,11 +1989,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 2usize
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2576,11 +2004,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 3usize
-                  });
+                  let __pf: usize = (__f0 + 3usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2598,11 +2022,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 3usize
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2617,11 +2037,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 4usize
-                  });
+                  let __pf: usize = (__f0 + 4usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2639,11 +2055,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 4usize
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2658,11 +2070,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 5usize
-                  });
+                  let __pf: usize = (__f0 + 5usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2680,11 +2088,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 5usize
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2699,11 +2103,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 6usize
-                  });
+                  let __pf: usize = (__f0 + 6usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2721,11 +2121,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 6usize
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2740,11 +2136,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 7usize
-                  });
+                  let __pf: usize = (__f0 + 7usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2762,11 +2154,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 7usize
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2855,11 +2243,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 0usize
-                  });
+                  let __pf: usize = (__f0 + 0usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2877,11 +2261,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 0usize
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2896,11 +2276,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 1usize
-                  });
+                  let __pf: usize = (__f0 + 1usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2918,11 +2294,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 1usize
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2937,11 +2309,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 2usize
-                  });
+                  let __pf: usize = (__f0 + 2usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -2959,11 +2327,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 2usize
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -2978,11 +2342,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 3usize
-                  });
+                  let __pf: usize = (__f0 + 3usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3000,11 +2360,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 3usize
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3019,11 +2375,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 4usize
-                  });
+                  let __pf: usize = (__f0 + 4usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3041,11 +2393,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 4usize
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3060,11 +2408,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 5usize
-                  });
+                  let __pf: usize = (__f0 + 5usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3082,11 +2426,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 5usize
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3101,11 +2441,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 6usize
-                  });
+                  let __pf: usize = (__f0 + 6usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3123,11 +2459,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 6usize
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3142,11 +2474,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 7usize
-                  });
+                  let __pf: usize = (__f0 + 7usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3164,11 +2492,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 7usize
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3257,11 +2581,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 0usize
-                  });
+                  let __pf: usize = (__f0 + 0usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3279,11 +2599,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 0usize
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3298,11 +2614,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 1usize
-                  });
+                  let __pf: usize = (__f0 + 1usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3320,11 +2632,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 1usize
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3339,11 +2647,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 2usize
-                  });
+                  let __pf: usize = (__f0 + 2usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3361,11 +2665,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 2usize
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3380,11 +2680,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 3usize
-                  });
+                  let __pf: usize = (__f0 + 3usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3402,11 +2698,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 3usize
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3421,11 +2713,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 4usize
-                  });
+                  let __pf: usize = (__f0 + 4usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3443,11 +2731,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 4usize
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3462,11 +2746,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 5usize
-                  });
+                  let __pf: usize = (__f0 + 5usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3484,11 +2764,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 5usize
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3503,11 +2779,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 6usize
-                  });
+                  let __pf: usize = (__f0 + 6usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3525,11 +2797,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 6usize
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3544,11 +2812,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 7usize
-                  });
+                  let __pf: usize = (__f0 + 7usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3566,11 +2830,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 7usize
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3659,11 +2919,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 0usize
-                  });
+                  let __pf: usize = (__f0 + 0usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3681,11 +2937,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 0usize
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3700,11 +2952,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 1usize
-                  });
+                  let __pf: usize = (__f0 + 1usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3722,11 +2970,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 1usize
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3741,11 +2985,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 2usize
-                  });
+                  let __pf: usize = (__f0 + 2usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3763,11 +3003,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 2usize
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3782,11 +3018,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 3usize
-                  });
+                  let __pf: usize = (__f0 + 3usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3804,11 +3036,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 3usize
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3823,11 +3051,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 4usize
-                  });
+                  let __pf: usize = (__f0 + 4usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3845,11 +3069,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 4usize
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3864,11 +3084,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 5usize
-                  });
+                  let __pf: usize = (__f0 + 5usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3886,11 +3102,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 5usize
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3905,11 +3117,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 6usize
-                  });
+                  let __pf: usize = (__f0 + 6usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3927,11 +3135,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 6usize
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -3946,11 +3150,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 7usize
-                  });
+                  let __pf: usize = (__f0 + 7usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -3968,11 +3168,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 7usize
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4061,11 +3257,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 0usize
-                  });
+                  let __pf: usize = (__f0 + 0usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4083,11 +3275,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 0usize
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4102,11 +3290,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 1usize
-                  });
+                  let __pf: usize = (__f0 + 1usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4124,11 +3308,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 1usize
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4143,11 +3323,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 2usize
-                  });
+                  let __pf: usize = (__f0 + 2usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4165,11 +3341,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 2usize
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4184,11 +3356,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 3usize
-                  });
+                  let __pf: usize = (__f0 + 3usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4206,11 +3374,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 3usize
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4225,11 +3389,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 4usize
-                  });
+                  let __pf: usize = (__f0 + 4usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4247,11 +3407,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 4usize
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4266,11 +3422,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 5usize
-                  });
+                  let __pf: usize = (__f0 + 5usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4288,11 +3440,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 5usize
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4307,11 +3455,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 6usize
-                  });
+                  let __pf: usize = (__f0 + 6usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4329,11 +3473,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 6usize
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4348,11 +3488,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 7usize
-                  });
+                  let __pf: usize = (__f0 + 7usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4370,11 +3506,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 7usize
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4463,11 +3595,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 0usize
-                  });
+                  let __pf: usize = (__f0 + 0usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4485,11 +3613,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 0usize
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4504,11 +3628,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 1usize
-                  });
+                  let __pf: usize = (__f0 + 1usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4526,11 +3646,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 1usize
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4545,11 +3661,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 2usize
-                  });
+                  let __pf: usize = (__f0 + 2usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4567,11 +3679,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 2usize
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4586,11 +3694,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 3usize
-                  });
+                  let __pf: usize = (__f0 + 3usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4608,11 +3712,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 3usize
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4627,11 +3727,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 4usize
-                  });
+                  let __pf: usize = (__f0 + 4usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4649,11 +3745,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 4usize
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4668,11 +3760,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 5usize
-                  });
+                  let __pf: usize = (__f0 + 5usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4690,11 +3778,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 5usize
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4709,11 +3793,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 6usize
-                  });
+                  let __pf: usize = (__f0 + 6usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4731,11 +3811,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 6usize
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4750,11 +3826,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 7usize
-                  });
+                  let __pf: usize = (__f0 + 7usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4772,11 +3844,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 7usize
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4865,11 +3933,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 0usize
-                  });
+                  let __pf: usize = (__f0 + 0usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4887,11 +3951,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 0usize
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4906,11 +3966,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 1usize
-                  });
+                  let __pf: usize = (__f0 + 1usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4928,11 +3984,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 1usize
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4947,11 +3999,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 2usize
-                  });
+                  let __pf: usize = (__f0 + 2usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -4969,11 +4017,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 2usize
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -4988,11 +4032,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 3usize
-                  });
+                  let __pf: usize = (__f0 + 3usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -5010,11 +4050,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 3usize
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -5029,11 +4065,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 4usize
-                  });
+                  let __pf: usize = (__f0 + 4usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -5051,11 +4083,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 4usize
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -5070,11 +4098,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 5usize
-                  });
+                  let __pf: usize = (__f0 + 5usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -5092,11 +4116,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 5usize
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -5111,11 +4131,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 6usize
-                  });
+                  let __pf: usize = (__f0 + 6usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -5133,11 +4149,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 6usize
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -5152,11 +4164,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                  } else {
-                    __f0 + 7usize
-                  });
+                  let __pf: usize = (__f0 + 7usize);
                   0usize + ((__pf / 256usize) % 64usize) * 1usize
                 }) as i32,
               ),
@@ -5174,11 +4182,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                      } else {
-                        __f0 + 7usize
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 1usize) % 256usize) * 1usize
                     }) as i32,
                   ),
@@ -5333,84 +4337,47 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + ((if __cols0 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
                     )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         __x1,
-                        __x0,
+                        __c2,
                       )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
+                  } {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -5427,11 +4394,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5461,11 +4424,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5478,11 +4437,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5519,84 +4474,47 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + ((if __cols0 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
                     )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         __x1,
-                        __x0,
+                        __c2,
                       )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
+                  } {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -5613,11 +4531,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5647,11 +4561,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5664,11 +4574,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5705,84 +4611,47 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + ((if __cols0 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
                     )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         __x1,
-                        __x0,
+                        __c2,
                       )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
+                  } {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -5799,11 +4668,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5833,11 +4698,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -5850,11 +4711,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -5891,84 +4748,47 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + ((if __cols0 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
                     )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         __x1,
-                        __x0,
+                        __c2,
                       )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
+                  } {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -5985,11 +4805,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6019,11 +4835,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6036,11 +4848,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6081,224 +4889,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) {
+                    ),
+                  ) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6315,11 +4932,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6341,11 +4954,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6363,11 +4972,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6407,224 +5012,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) {
+                    ),
+                  ) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6641,11 +5055,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6667,11 +5077,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -6689,11 +5095,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -6733,224 +5135,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) {
+                    ),
+                  ) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -6967,11 +5178,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6993,11 +5200,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7015,11 +5218,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -7059,224 +5258,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) {
+                    ),
+                  ) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7293,11 +5301,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7319,11 +5323,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7341,11 +5341,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -7385,224 +5381,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) {
+                    ),
+                  ) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7619,11 +5424,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7645,11 +5446,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7667,11 +5464,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -7711,224 +5504,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) {
+                    ),
+                  ) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -7945,11 +5547,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7971,11 +5569,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -7993,11 +5587,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -8037,224 +5627,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) {
+                    ),
+                  ) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -8271,11 +5670,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -8297,11 +5692,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -8319,11 +5710,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -8363,224 +5750,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) {
+                    ),
+                  ) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -8597,11 +5793,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -8623,11 +5815,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -8645,11 +5833,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -8712,84 +5896,47 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + ((if __cols0 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
                     )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         __x1,
-                        __x0,
+                        __c2,
                       )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
+                  } {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -8806,11 +5953,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -8840,11 +5983,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -8857,11 +5996,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -8898,84 +6033,47 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + ((if __cols0 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
                     )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         __x1,
-                        __x0,
+                        __c2,
                       )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
+                  } {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -8992,11 +6090,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -9026,11 +6120,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -9043,11 +6133,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -9084,84 +6170,47 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + ((if __cols0 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
                     )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         __x1,
-                        __x0,
+                        __c2,
                       )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
+                  } {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -9178,11 +6227,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -9212,11 +6257,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -9229,11 +6270,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -9270,84 +6307,47 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + ((if __cols0 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
                     )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         __x1,
-                        __x0,
+                        __c2,
                       )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
+                  } {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -9364,11 +6364,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -9398,11 +6394,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -9415,11 +6407,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -9460,224 +6448,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) {
+                    ),
+                  ) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -9694,11 +6491,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -9720,11 +6513,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -9742,11 +6531,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -9786,224 +6571,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) {
+                    ),
+                  ) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -10020,11 +6614,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -10046,11 +6636,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -10068,11 +6654,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -10112,224 +6694,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) {
+                    ),
+                  ) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -10346,11 +6737,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -10372,11 +6759,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -10394,11 +6777,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -10438,224 +6817,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) {
+                    ),
+                  ) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -10672,11 +6860,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -10698,11 +6882,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -10720,11 +6900,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -10764,224 +6940,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) {
+                    ),
+                  ) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -10998,11 +6983,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -11024,11 +7005,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -11046,11 +7023,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -11090,224 +7063,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) {
+                    ),
+                  ) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -11324,11 +7106,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -11350,11 +7128,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -11372,11 +7146,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -11416,224 +7186,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) {
+                    ),
+                  ) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -11650,11 +7229,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -11676,11 +7251,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -11698,11 +7269,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -11742,224 +7309,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) {
+                    ),
+                  ) {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
@@ -11976,11 +7352,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -12002,11 +7374,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -12024,11 +7392,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -12077,31 +7441,16 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 >(
                   #[inline(always)]
                   |__i: usize| {
-                    __af[__i] = if __cols0 {
-                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                        __lane,
-                      );
-                      ::kernel_std::__private::device::ldmatrix_x4_trans(
-                        __sa
-                          + (({
-                            let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
-                            __r * 128usize
-                              + (((((__warp / 4usize) * 64usize + __i * 16) / 8
-                                + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) * 2) as u32,
-                      )
-                    } else {
-                      ::kernel_std::__private::device::ldmatrix_x4(
-                        __sa
-                          + (({
-                            let __r: usize = (__warp / 4usize) * 64usize + __i * 16
-                              + __lane % 16;
-                            __r * 64usize
-                              + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
-                                * 8)
-                          }) * 2) as u32,
-                      )
-                    };
+                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                      __sa
+                        + (({
+                          let __r: usize = (__warp / 4usize) * 64usize + __i * 16
+                            + __lane % 16;
+                          __r * 64usize
+                            + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) * 2) as u32,
+                    );
                   },
                 );
                 ::kernel_std::__private::device::unroll::<
@@ -12110,31 +7459,15 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 >(
                   #[inline(always)]
                   |__jp: usize| {
-                    let __bq = if __cols1 {
-                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                        __lane,
-                      );
-                      ::kernel_std::__private::device::ldmatrix_x4(
-                        __sb
-                          + (({
-                            let __r: usize = ((__warp % 4usize) * 8usize + 2 * __jp
-                              + __lane / 16) * 8 + __lane % 8;
-                            __r * 64usize
-                              + (((__ks * 2 + (__lane / 8) % 2)
-                                ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) * 2) as u32,
-                      )
-                    } else {
-                      ::kernel_std::__private::device::ldmatrix_x4_trans(
-                        __sb
-                          + (({
-                            let __r: usize = __ks * 16 + __lane % 16;
-                            __r * 256usize
-                              + ((((__warp % 4usize) * 8usize + 2 * __jp + __lane / 16)
-                                ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) * 2) as u32,
-                      )
-                    };
+                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                      __sb
+                        + (({
+                          let __r: usize = __ks * 16 + __lane % 16;
+                          __r * 256usize
+                            + ((((__warp % 4usize) * 8usize + 2 * __jp + __lane / 16)
+                              ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) * 2) as u32,
+                    );
                     ::kernel_std::__private::device::unroll::<
                       4usize,
                       _,
@@ -12226,84 +7559,47 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + ((if __cols0 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
                     )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         __x1,
-                        __x0,
+                        __c2,
                       )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
+                  } && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -12331,11 +7627,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -12365,11 +7657,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -12382,11 +7670,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -12454,84 +7738,47 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + ((if __cols0 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
                     )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         __x1,
-                        __x0,
+                        __c2,
                       )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
+                  } && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -12559,11 +7806,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -12593,11 +7836,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -12610,11 +7849,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -12682,84 +7917,47 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + ((if __cols0 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
                     )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         __x1,
-                        __x0,
+                        __c2,
                       )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
+                  } && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -12787,11 +7985,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -12821,11 +8015,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -12838,11 +8028,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -12910,84 +8096,47 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + ((if __cols0 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
                     )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         __x1,
-                        __x0,
+                        __c2,
                       )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
+                  } && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -13015,11 +8164,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -13049,11 +8194,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -13066,11 +8207,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -13142,224 +8279,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
+                    ),
+                  ) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -13387,11 +8333,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -13413,11 +8355,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -13435,11 +8373,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -13510,224 +8444,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
+                    ),
+                  ) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -13755,11 +8498,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -13781,11 +8520,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -13803,11 +8538,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -13878,224 +8609,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
+                    ),
+                  ) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -14123,11 +8663,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -14149,11 +8685,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -14171,11 +8703,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -14246,224 +8774,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
+                    ),
+                  ) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -14491,11 +8828,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -14517,11 +8850,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -14539,11 +8868,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -14614,224 +8939,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
+                    ),
+                  ) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -14859,11 +8993,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -14885,11 +9015,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -14907,11 +9033,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -14982,224 +9104,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
+                    ),
+                  ) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -15227,11 +9158,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -15253,11 +9180,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -15275,11 +9198,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -15350,224 +9269,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
+                    ),
+                  ) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -15595,11 +9323,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -15621,11 +9345,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -15643,11 +9363,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -15718,224 +9434,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
+                    ),
+                  ) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -15963,11 +9488,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -15989,11 +9510,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -16011,11 +9528,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -16109,84 +9622,47 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + ((if __cols0 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
                     )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         __x1,
-                        __x0,
+                        __c2,
                       )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
+                  } && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -16214,11 +9690,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -16248,11 +9720,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -16265,11 +9733,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -16337,84 +9801,47 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + ((if __cols0 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
                     )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         __x1,
-                        __x0,
+                        __c2,
                       )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
+                  } && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -16442,11 +9869,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -16476,11 +9899,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -16493,11 +9912,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -16565,84 +9980,47 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + ((if __cols0 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
                     )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         __x1,
-                        __x0,
+                        __c2,
                       )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
+                  } && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -16670,11 +10048,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -16704,11 +10078,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -16721,11 +10091,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -16793,84 +10159,47 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off0,
                   );
                   let __so: usize = __dst
-                    + ((if __cols0 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
                     )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         __x1,
-                        __x0,
+                        __c2,
                       )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
+                  } && (__g as usize) % 16 == 0
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -16898,11 +10227,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -16932,11 +10257,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                                       }) as i32,
                                     ),
@@ -16949,11 +10270,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -17025,224 +10342,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
+                    ),
+                  ) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -17270,11 +10396,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -17296,11 +10418,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -17318,11 +10436,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -17393,224 +10507,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
+                    ),
+                  ) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -17638,11 +10561,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -17664,11 +10583,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -17686,11 +10601,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -17761,224 +10672,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
+                    ),
+                  ) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -18006,11 +10726,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -18032,11 +10748,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -18054,11 +10766,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -18129,224 +10837,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
+                    ),
+                  ) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -18374,11 +10891,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -18400,11 +10913,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -18422,11 +10931,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -18497,224 +11002,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
+                    ),
+                  ) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -18742,11 +11056,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -18768,11 +11078,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -18790,11 +11096,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -18865,224 +11167,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
+                    ),
+                  ) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -19110,11 +11221,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -19136,11 +11243,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -19158,11 +11261,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -19233,224 +11332,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
+                    ),
+                  ) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -19478,11 +11386,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -19504,11 +11408,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -19526,11 +11426,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -19601,224 +11497,33 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     __off1,
                   );
                   let __so: usize = __dst
-                    + ((if __cols1 {
+                    + (({
+                      let __sf: usize = __f0;
                       ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 256usize;
-                          __r * 256usize
-                            + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
+                        let __r: usize = __sf / 256usize;
+                        __r * 256usize
+                          + ((((__sf % 256usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
                     })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 256usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_19,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
+                    ),
+                  ) && (__g as usize) % 16 == 0
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -19846,11 +11551,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 256usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -19872,11 +11573,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 256usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
@@ -19894,11 +11591,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 256usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
+                                        let __pf: usize = (__f0 + __i);
                                         0usize + ((__pf / 1usize) % 256usize) * 1usize
                                       }) as i32,
                                     ),
@@ -19968,31 +11661,16 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 >(
                   #[inline(always)]
                   |__i: usize| {
-                    __af[__i] = if __cols0 {
-                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                        __lane,
-                      );
-                      ::kernel_std::__private::device::ldmatrix_x4_trans(
-                        __sa
-                          + (({
-                            let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
-                            __r * 128usize
-                              + (((((__warp / 4usize) * 64usize + __i * 16) / 8
-                                + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) * 2) as u32,
-                      )
-                    } else {
-                      ::kernel_std::__private::device::ldmatrix_x4(
-                        __sa
-                          + (({
-                            let __r: usize = (__warp / 4usize) * 64usize + __i * 16
-                              + __lane % 16;
-                            __r * 64usize
-                              + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
-                                * 8)
-                          }) * 2) as u32,
-                      )
-                    };
+                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                      __sa
+                        + (({
+                          let __r: usize = (__warp / 4usize) * 64usize + __i * 16
+                            + __lane % 16;
+                          __r * 64usize
+                            + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) * 2) as u32,
+                    );
                   },
                 );
                 ::kernel_std::__private::device::unroll::<
@@ -20001,31 +11679,15 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 >(
                   #[inline(always)]
                   |__jp: usize| {
-                    let __bq = if __cols1 {
-                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                        __lane,
-                      );
-                      ::kernel_std::__private::device::ldmatrix_x4(
-                        __sb
-                          + (({
-                            let __r: usize = ((__warp % 4usize) * 8usize + 2 * __jp
-                              + __lane / 16) * 8 + __lane % 8;
-                            __r * 64usize
-                              + (((__ks * 2 + (__lane / 8) % 2)
-                                ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) * 2) as u32,
-                      )
-                    } else {
-                      ::kernel_std::__private::device::ldmatrix_x4_trans(
-                        __sb
-                          + (({
-                            let __r: usize = __ks * 16 + __lane % 16;
-                            __r * 256usize
-                              + ((((__warp % 4usize) * 8usize + 2 * __jp + __lane / 16)
-                                ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) * 2) as u32,
-                      )
-                    };
+                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                      __sb
+                        + (({
+                          let __r: usize = __ks * 16 + __lane % 16;
+                          __r * 256usize
+                            + ((((__warp % 4usize) * 8usize + 2 * __jp + __lane / 16)
+                              ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) * 2) as u32,
+                    );
                     ::kernel_std::__private::device::unroll::<
                       4usize,
                       _,
