@@ -105,7 +105,7 @@ impl DevGen<'_> {
             let (setup, issue, finish) = self.wgmma_compute_rs(layout, kk, &out, sb, staging_b, ar);
             quote!({ #fill #setup #issue #finish })
         } else if !matches!(layout, Layout::Mma { wg: true, .. }) {
-            self.mma_compute(a, layout, kk, &out, (sa, sb), [Orient::Fixed(staging_a), Orient::Fixed(staging_b)])
+            self.mma_compute(a, layout, kk, &out, (sa, sb), [staging_a, staging_b])
         } else {
             let (setup, issue, finish) = self.wgmma_compute(a, layout, kk, &out, (sa, sb), None, [staging_a, staging_b]);
             quote!({ #setup #issue #finish })
@@ -187,9 +187,8 @@ impl DevGen<'_> {
     /// `sa` (A, `[M, kk]`) and `sb` (B, `[kk, N]`), each as `orient` says, accumulating into the
     /// `mma`-layout array `acc`. Unrolled over the `kk / 16` steps: A fragments with `ldmatrix.x4`
     /// (`.trans` from a transposed staging), the B fragments of two adjacent 8-column tiles with
-    /// one `ldmatrix.x4.trans` (plain from a transposed staging; `x2` for an odd last tile). An
-    /// operand staged as chosen at run time reads with one predicated instruction of each kind.
-    pub(super) fn mma_compute(&self, a: ExprId, layout: Layout, kk: usize, acc: &Ident, (sa, sb): (TokenStream, TokenStream), orient: [Orient; 2]) -> TokenStream {
+    /// one `ldmatrix.x4.trans` (plain from a transposed staging; `x2` for an odd last tile).
+    pub(super) fn mma_compute(&self, a: ExprId, layout: Layout, kk: usize, acc: &Ident, (sa, sb): (TokenStream, TokenStream), staging: [Staging; 2]) -> TokenStream {
         let d = &self.d;
         let Layout::Mma { wn, tm, tn, n, wg, .. } = layout else { return quote!() };
         if wg {
@@ -219,12 +218,12 @@ impl DevGen<'_> {
         // `[N, kk]` staging as it is.
         let a_rows = Self::swz_chunk(kk, quote!((__warp / #wn) * #wtm + __i * 16 + __lane % 16), quote!(__ks * 2 + __lane / 16));
         let a_cols = Self::swz_chunk(m, quote!(__ks * 16 + (__lane / 16) * 8 + __lane % 8), quote!(((__warp / #wn) * #wtm + __i * 16) / 8 + (__lane / 8) % 2));
-        let a_load = orient[0].ldmatrix(d, quote!(__sa), (a_rows, a_cols), false, 4);
+        let a_load = ldmatrix(d, staging[0], quote!(__sa), (a_rows, a_cols), false, 4);
         let a_frags = self.unrolled(tm, quote!(__i), quote!(__af[__i] = #a_load;));
         let b_rows = |tile: TokenStream| Self::swz_chunk(n, quote!(__ks * 16 + __lane % 16), tile);
         let b_cols = |tile: TokenStream, first: TokenStream| Self::swz_chunk(kk, quote!((#tile) * 8 + __lane % 8), first);
         let pair_tile = quote!((__warp % #wn) * #tn + 2 * __jp);
-        let pair_load = orient[1].ldmatrix(d, quote!(__sb), (b_rows(quote!(#pair_tile + __lane / 16)), b_cols(quote!(#pair_tile + __lane / 16), quote!(__ks * 2 + (__lane / 8) % 2))), true, 4);
+        let pair_load = ldmatrix(d, staging[1], quote!(__sb), (b_rows(quote!(#pair_tile + __lane / 16)), b_cols(quote!(#pair_tile + __lane / 16), quote!(__ks * 2 + (__lane / 8) % 2))), true, 4);
         let (m0, m1) = (mmas(quote!(2 * __jp), quote!([__bq[0], __bq[1]])), mmas(quote!(2 * __jp + 1), quote!([__bq[2], __bq[3]])));
         let pairs = self.unrolled(
             tn / 2,
@@ -238,7 +237,7 @@ impl DevGen<'_> {
         let odd = (tn % 2 == 1).then(|| {
             let j = tn - 1;
             let tile = quote!((__warp % #wn) * #tn + #j);
-            let load = orient[1].ldmatrix(d, quote!(__sb), (b_rows(tile.clone()), b_cols(tile, quote!(__ks * 2 + (__lane / 8) % 2))), true, 2);
+            let load = ldmatrix(d, staging[1], quote!(__sb), (b_rows(tile.clone()), b_cols(tile, quote!(__ks * 2 + (__lane / 8) % 2))), true, 2);
             let m = mmas(quote!(#j), quote!(__bq));
             quote! {
                 let __bq = #load;

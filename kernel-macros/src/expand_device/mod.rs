@@ -114,47 +114,21 @@ enum Staging {
     Cols,
 }
 
-/// How the product reads a staged `dot` operand: staged as the plan fixed, or as a uniform
-/// flag computed at run time says (true: `Staging::Cols`).
-#[derive(Clone)]
-enum Orient {
-    Fixed(Staging),
-    Runtime(Ident),
-}
-
-impl Orient {
-    /// The `ldmatrix` (`x4` or `x2`) of the fragments at element index `rows` of the operand's
-    /// `Staging::Rows` tile or `cols` of its `Staging::Cols` tile, from shared address `base`;
-    /// `b`: a B operand, whose `Rows` staging is read transposed (A's `Cols` staging is).
-    fn ldmatrix(&self, d: &TokenStream, base: TokenStream, (rows, cols): (TokenStream, TokenStream), b: bool, x: usize) -> TokenStream {
-        let f = |trans: bool| match (x, trans) {
-            (4, false) => quote!(#d::ldmatrix_x4),
-            (4, true) => quote!(#d::ldmatrix_x4_trans),
-            (_, false) => quote!(#d::ldmatrix_x2),
-            (_, true) => quote!(#d::ldmatrix_x2_trans),
-        };
-        match self {
-            Orient::Fixed(Staging::Rows) => {
-                let f = f(b);
-                quote!(#f(#base + (#rows * 2) as u32))
-            }
-            Orient::Fixed(Staging::Cols) => {
-                let f = f(!b);
-                quote!(#f(#base + (#cols * 2) as u32))
-            }
-            Orient::Runtime(c) => {
-                // The transposed staging's address is recomputed from an opaque lane index, so
-                // that the loop keeps only the hoisted addresses of the staging as written.
-                let (fr, fc) = (f(b), f(!b));
-                quote!(if #c {
-                    let __lane: usize = #d::opaque_usize(__lane);
-                    #fc(#base + (#cols * 2) as u32)
-                } else {
-                    #fr(#base + (#rows * 2) as u32)
-                })
-            }
-        }
-    }
+/// The `ldmatrix` (`x4` or `x2`) of `mma.sync` fragments from shared address `base`, at element
+/// index `rows` of the operand's tile when it is staged as `Staging::Rows`, `cols` when staged as
+/// `Staging::Cols`; `b`: a B operand, whose `Rows` staging is read transposed (A's `Cols` is).
+fn ldmatrix(d: &TokenStream, staging: Staging, base: TokenStream, (rows, cols): (TokenStream, TokenStream), b: bool, x: usize) -> TokenStream {
+    let (trans, idx) = match staging {
+        Staging::Rows => (b, rows),
+        Staging::Cols => (!b, cols),
+    };
+    let f = match (x, trans) {
+        (4, false) => quote!(#d::ldmatrix_x4),
+        (4, true) => quote!(#d::ldmatrix_x4_trans),
+        (_, false) => quote!(#d::ldmatrix_x2),
+        (_, true) => quote!(#d::ldmatrix_x2_trans),
+    };
+    quote!(#f(#base + (#idx * 2) as u32))
 }
 
 /// The outer iteration context saved by `DevGen::enter_iteration`.

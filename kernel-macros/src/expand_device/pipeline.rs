@@ -168,8 +168,7 @@ impl DevGen<'_> {
                 quote!(#d::smem_addr() + (#c_base + __cb * #c_stride) as u32),
                 quote!(#d::smem_addr() + (#c_base + __cb * #c_stride + #c_a) as u32),
             );
-            let orient = |oi: usize| if plan.ops[oi].transposable { Orient::Runtime(format_ident!("__cols{}", oi)) } else { Orient::Fixed(Staging::Rows) };
-            (quote!(), self.mma_compute(plan.a, plan.layout, kk, &acc, (sa, sb), [orient(0), orient(1)]), quote!())
+            (quote!(), self.mma_versions(plan, &acc, (sa, sb)), quote!())
         };
         let (s, e, st) = (self.ev(start, &At::Own), self.ev(end, &At::Own), self.ev(step, &At::Own));
         let lc = LoopCode { stages, wg, fence, compute, finish, widen: widen.then_some(widen_ops), var_id, var_t, issue_ops, fast_ops, proofs };
@@ -231,6 +230,34 @@ impl DevGen<'_> {
             #(#step_final)*
             #split_after
         }}
+    }
+
+    /// The `mma.sync` product of an iteration of `plan`'s loop, from shared addresses `sa` and
+    /// `sb`: with transposable operands, one version per combination of stagings, chosen by
+    /// their uniform flags (`__cols<oi>`). The versions that read a transposed staging work out
+    /// their fragment addresses in the iteration from an opaque lane index, so that the loop
+    /// keeps only the hoisted addresses of the stagings as written in registers.
+    fn mma_versions(&self, plan: &PipePlan, acc: &Ident, (sa, sb): (TokenStream, TokenStream)) -> TokenStream {
+        let d = &self.d;
+        let version = |st: [Staging; 2]| {
+            let body = self.mma_compute(plan.a, plan.layout, plan.kk, acc, (sa.clone(), sb.clone()), st);
+            if st == [Staging::Rows; 2] {
+                body
+            } else {
+                quote!({ let __lane: usize = #d::opaque_usize(__lane); #body })
+            }
+        };
+        let choose = |oi: usize, then: TokenStream, els: TokenStream| {
+            let c = format_ident!("__cols{}", oi);
+            quote!(if #c { #then } else { #els })
+        };
+        let (ta, tb) = (plan.ops[0].transposable, plan.ops[1].transposable);
+        let for_a = |b: Staging| if ta { choose(0, version([Staging::Cols, b]), version([Staging::Rows, b])) } else { version([Staging::Rows, b]) };
+        if tb {
+            choose(1, for_a(Staging::Cols), for_a(Staging::Rows))
+        } else {
+            for_a(Staging::Rows)
+        }
     }
 
     /// The `cp.async` loop over the operands' copies `ops` (checked, or proven in bounds):

@@ -2948,58 +2948,137 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
             }
           }
           ::kernel_std::__private::device::cp_async_commit();
-          {
-            let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-              + (0usize + __cb * 1536usize) as u32;
-            let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-              + (0usize + __cb * 1536usize + 512usize) as u32;
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__ks: usize| {
-                let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+          if __cols1 {
+            {
+              let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                __lane,
+              );
+              {
+                let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __cb * 1536usize) as u32;
+                let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __cb * 1536usize + 512usize) as u32;
                 ::kernel_std::__private::device::unroll::<
                   1usize,
                   _,
                 >(
                   #[inline(always)]
-                  |__i: usize| {
-                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                      __sa
-                        + (({
-                          let __r: usize = (__warp / 1usize) * 16usize + __i * 16
-                            + __lane % 16;
-                          __r * 16usize
-                            + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
-                              * 8)
-                        }) * 2) as u32,
+                  |__ks: usize| {
+                    let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+                    ::kernel_std::__private::device::unroll::<
+                      1usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                          __sa
+                            + (({
+                              let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                                + __lane % 16;
+                              __r * 16usize
+                                + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
+                                  * 8)
+                            }) * 2) as u32,
+                        );
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      2usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__jp: usize| {
+                        let __bq = ::kernel_std::__private::device::ldmatrix_x4(
+                          __sb
+                            + (({
+                              let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
+                                + __lane / 16) * 8 + __lane % 8;
+                              __r * 16usize
+                                + (((__ks * 2 + (__lane / 8) % 2)
+                                  ^ ((__r / 4usize) % 2usize)) * 8)
+                            }) * 2) as u32,
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          1usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                            let __d = ::kernel_std::__private::device::mma_f16(
+                              __af[__i],
+                              [__bq[0], __bq[1]],
+                              [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
+                            );
+                            acc_5[__b] = __d[0];
+                            acc_5[__b + 1] = __d[1];
+                            acc_5[__b + 2] = __d[2];
+                            acc_5[__b + 3] = __d[3];
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          1usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                            let __d = ::kernel_std::__private::device::mma_f16(
+                              __af[__i],
+                              [__bq[2], __bq[3]],
+                              [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
+                            );
+                            acc_5[__b] = __d[0];
+                            acc_5[__b + 1] = __d[1];
+                            acc_5[__b + 2] = __d[2];
+                            acc_5[__b + 3] = __d[3];
+                          },
+                        );
+                      },
                     );
                   },
                 );
-                ::kernel_std::__private::device::unroll::<
-                  2usize,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__jp: usize| {
-                    let __bq = if __cols1 {
-                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                        __lane,
-                      );
-                      ::kernel_std::__private::device::ldmatrix_x4(
-                        __sb
+              }
+            }
+          } else {
+            {
+              let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                + (0usize + __cb * 1536usize) as u32;
+              let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                + (0usize + __cb * 1536usize + 512usize) as u32;
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__ks: usize| {
+                  let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                        __sa
                           + (({
-                            let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
-                              + __lane / 16) * 8 + __lane % 8;
+                            let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                              + __lane % 16;
                             __r * 16usize
-                              + (((__ks * 2 + (__lane / 8) % 2)
-                                ^ ((__r / 4usize) % 2usize)) * 8)
+                              + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
+                                * 8)
                           }) * 2) as u32,
-                      )
-                    } else {
-                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                      );
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    2usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__jp: usize| {
+                      let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
                         __sb
                           + (({
                             let __r: usize = __ks * 16 + __lane % 16;
@@ -3007,48 +3086,48 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
                                 ^ ((__r / 2usize) % 4usize)) * 8)
                           }) * 2) as u32,
-                      )
-                    };
-                    ::kernel_std::__private::device::unroll::<
-                      1usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                        let __d = ::kernel_std::__private::device::mma_f16(
-                          __af[__i],
-                          [__bq[0], __bq[1]],
-                          [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
-                        );
-                        acc_5[__b] = __d[0];
-                        acc_5[__b + 1] = __d[1];
-                        acc_5[__b + 2] = __d[2];
-                        acc_5[__b + 3] = __d[3];
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      1usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                        let __d = ::kernel_std::__private::device::mma_f16(
-                          __af[__i],
-                          [__bq[2], __bq[3]],
-                          [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
-                        );
-                        acc_5[__b] = __d[0];
-                        acc_5[__b + 1] = __d[1];
-                        acc_5[__b + 2] = __d[2];
-                        acc_5[__b + 3] = __d[3];
-                      },
-                    );
-                  },
-                );
-              },
-            );
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        1usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                          let __d = ::kernel_std::__private::device::mma_f16(
+                            __af[__i],
+                            [__bq[0], __bq[1]],
+                            [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
+                          );
+                          acc_5[__b] = __d[0];
+                          acc_5[__b + 1] = __d[1];
+                          acc_5[__b + 2] = __d[2];
+                          acc_5[__b + 3] = __d[3];
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        1usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                          let __d = ::kernel_std::__private::device::mma_f16(
+                            __af[__i],
+                            [__bq[2], __bq[3]],
+                            [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
+                          );
+                          acc_5[__b] = __d[0];
+                          acc_5[__b + 1] = __d[1];
+                          acc_5[__b + 2] = __d[2];
+                          acc_5[__b + 3] = __d[3];
+                        },
+                      );
+                    },
+                  );
+                },
+              );
+            }
           }
           __ci += 1;
           __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
@@ -4910,58 +4989,137 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
             }
           }
           ::kernel_std::__private::device::cp_async_commit();
-          {
-            let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-              + (0usize + __cb * 1536usize) as u32;
-            let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-              + (0usize + __cb * 1536usize + 512usize) as u32;
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__ks: usize| {
-                let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+          if __cols1 {
+            {
+              let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                __lane,
+              );
+              {
+                let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __cb * 1536usize) as u32;
+                let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __cb * 1536usize + 512usize) as u32;
                 ::kernel_std::__private::device::unroll::<
                   1usize,
                   _,
                 >(
                   #[inline(always)]
-                  |__i: usize| {
-                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                      __sa
-                        + (({
-                          let __r: usize = (__warp / 1usize) * 16usize + __i * 16
-                            + __lane % 16;
-                          __r * 16usize
-                            + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
-                              * 8)
-                        }) * 2) as u32,
+                  |__ks: usize| {
+                    let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+                    ::kernel_std::__private::device::unroll::<
+                      1usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                          __sa
+                            + (({
+                              let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                                + __lane % 16;
+                              __r * 16usize
+                                + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
+                                  * 8)
+                            }) * 2) as u32,
+                        );
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      2usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__jp: usize| {
+                        let __bq = ::kernel_std::__private::device::ldmatrix_x4(
+                          __sb
+                            + (({
+                              let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
+                                + __lane / 16) * 8 + __lane % 8;
+                              __r * 16usize
+                                + (((__ks * 2 + (__lane / 8) % 2)
+                                  ^ ((__r / 4usize) % 2usize)) * 8)
+                            }) * 2) as u32,
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          1usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                            let __d = ::kernel_std::__private::device::mma_f16(
+                              __af[__i],
+                              [__bq[0], __bq[1]],
+                              [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
+                            );
+                            acc_5[__b] = __d[0];
+                            acc_5[__b + 1] = __d[1];
+                            acc_5[__b + 2] = __d[2];
+                            acc_5[__b + 3] = __d[3];
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          1usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                            let __d = ::kernel_std::__private::device::mma_f16(
+                              __af[__i],
+                              [__bq[2], __bq[3]],
+                              [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
+                            );
+                            acc_5[__b] = __d[0];
+                            acc_5[__b + 1] = __d[1];
+                            acc_5[__b + 2] = __d[2];
+                            acc_5[__b + 3] = __d[3];
+                          },
+                        );
+                      },
                     );
                   },
                 );
-                ::kernel_std::__private::device::unroll::<
-                  2usize,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__jp: usize| {
-                    let __bq = if __cols1 {
-                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                        __lane,
-                      );
-                      ::kernel_std::__private::device::ldmatrix_x4(
-                        __sb
+              }
+            }
+          } else {
+            {
+              let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                + (0usize + __cb * 1536usize) as u32;
+              let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                + (0usize + __cb * 1536usize + 512usize) as u32;
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__ks: usize| {
+                  let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                        __sa
                           + (({
-                            let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
-                              + __lane / 16) * 8 + __lane % 8;
+                            let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                              + __lane % 16;
                             __r * 16usize
-                              + (((__ks * 2 + (__lane / 8) % 2)
-                                ^ ((__r / 4usize) % 2usize)) * 8)
+                              + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
+                                * 8)
                           }) * 2) as u32,
-                      )
-                    } else {
-                      ::kernel_std::__private::device::ldmatrix_x4_trans(
+                      );
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    2usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__jp: usize| {
+                      let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
                         __sb
                           + (({
                             let __r: usize = __ks * 16 + __lane % 16;
@@ -4969,48 +5127,48 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
                                 ^ ((__r / 2usize) % 4usize)) * 8)
                           }) * 2) as u32,
-                      )
-                    };
-                    ::kernel_std::__private::device::unroll::<
-                      1usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                        let __d = ::kernel_std::__private::device::mma_f16(
-                          __af[__i],
-                          [__bq[0], __bq[1]],
-                          [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
-                        );
-                        acc_5[__b] = __d[0];
-                        acc_5[__b + 1] = __d[1];
-                        acc_5[__b + 2] = __d[2];
-                        acc_5[__b + 3] = __d[3];
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      1usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                        let __d = ::kernel_std::__private::device::mma_f16(
-                          __af[__i],
-                          [__bq[2], __bq[3]],
-                          [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
-                        );
-                        acc_5[__b] = __d[0];
-                        acc_5[__b + 1] = __d[1];
-                        acc_5[__b + 2] = __d[2];
-                        acc_5[__b + 3] = __d[3];
-                      },
-                    );
-                  },
-                );
-              },
-            );
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        1usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                          let __d = ::kernel_std::__private::device::mma_f16(
+                            __af[__i],
+                            [__bq[0], __bq[1]],
+                            [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
+                          );
+                          acc_5[__b] = __d[0];
+                          acc_5[__b + 1] = __d[1];
+                          acc_5[__b + 2] = __d[2];
+                          acc_5[__b + 3] = __d[3];
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        1usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                          let __d = ::kernel_std::__private::device::mma_f16(
+                            __af[__i],
+                            [__bq[2], __bq[3]],
+                            [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
+                          );
+                          acc_5[__b] = __d[0];
+                          acc_5[__b + 1] = __d[1];
+                          acc_5[__b + 2] = __d[2];
+                          acc_5[__b + 3] = __d[3];
+                        },
+                      );
+                    },
+                  );
+                },
+              );
+            }
           }
           __ci += 1;
           __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };

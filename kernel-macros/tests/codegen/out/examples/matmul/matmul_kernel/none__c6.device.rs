@@ -5698,103 +5698,344 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             }
           }
           ::kernel_std::__private::device::cp_async_commit();
-          {
-            let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-              + (0usize + __cb * 6144usize) as u32;
-            let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-              + (0usize + __cb * 6144usize + 4096usize) as u32;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__ks: usize| {
-                let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                ::kernel_std::__private::device::unroll::<
-                  2usize,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__i: usize| {
-                    __af[__i] = if __cols0 {
-                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                        __lane,
-                      );
-                      ::kernel_std::__private::device::ldmatrix_x4_trans(
-                        __sa
-                          + (({
-                            let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
-                            __r * 64usize
-                              + (((((__warp / 1usize) * 32usize + __i * 16) / 8
-                                + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) * 2) as u32,
-                      )
-                    } else {
-                      ::kernel_std::__private::device::ldmatrix_x4(
-                        __sa
-                          + (({
-                            let __r: usize = (__warp / 1usize) * 32usize + __i * 16
-                              + __lane % 16;
-                            __r * 32usize
-                              + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                * 8)
-                          }) * 2) as u32,
-                      )
-                    };
-                  },
+          if __cols1 {
+            if __cols0 {
+              {
+                let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                  __lane,
                 );
+                {
+                  let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __cb * 6144usize) as u32;
+                  let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __cb * 6144usize + 4096usize) as u32;
+                  ::kernel_std::__private::device::unroll::<
+                    2usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__ks: usize| {
+                      let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+                      ::kernel_std::__private::device::unroll::<
+                        2usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          __af[__i] = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                            __sa
+                              + (({
+                                let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
+                                __r * 64usize
+                                  + (((((__warp / 1usize) * 32usize + __i * 16) / 8
+                                    + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) * 2) as u32,
+                          );
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        2usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__jp: usize| {
+                          let __bq = ::kernel_std::__private::device::ldmatrix_x4(
+                            __sb
+                              + (({
+                                let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
+                                  + __lane / 16) * 8 + __lane % 8;
+                                __r * 32usize
+                                  + (((__ks * 2 + (__lane / 8) % 2)
+                                    ^ ((__r / 2usize) % 4usize)) * 8)
+                              }) * 2) as u32,
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            2usize,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                              let __d = ::kernel_std::__private::device::mma_f16(
+                                __af[__i],
+                                [__bq[0], __bq[1]],
+                                [
+                                  accumulator_14[__b],
+                                  accumulator_14[__b + 1],
+                                  accumulator_14[__b + 2],
+                                  accumulator_14[__b + 3],
+                                ],
+                              );
+                              accumulator_14[__b] = __d[0];
+                              accumulator_14[__b + 1] = __d[1];
+                              accumulator_14[__b + 2] = __d[2];
+                              accumulator_14[__b + 3] = __d[3];
+                            },
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            2usize,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                              let __d = ::kernel_std::__private::device::mma_f16(
+                                __af[__i],
+                                [__bq[2], __bq[3]],
+                                [
+                                  accumulator_14[__b],
+                                  accumulator_14[__b + 1],
+                                  accumulator_14[__b + 2],
+                                  accumulator_14[__b + 3],
+                                ],
+                              );
+                              accumulator_14[__b] = __d[0];
+                              accumulator_14[__b + 1] = __d[1];
+                              accumulator_14[__b + 2] = __d[2];
+                              accumulator_14[__b + 3] = __d[3];
+                            },
+                          );
+                        },
+                      );
+                    },
+                  );
+                }
+              }
+            } else {
+              {
+                let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                  __lane,
+                );
+                {
+                  let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __cb * 6144usize) as u32;
+                  let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __cb * 6144usize + 4096usize) as u32;
+                  ::kernel_std::__private::device::unroll::<
+                    2usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__ks: usize| {
+                      let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+                      ::kernel_std::__private::device::unroll::<
+                        2usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                            __sa
+                              + (({
+                                let __r: usize = (__warp / 1usize) * 32usize + __i * 16
+                                  + __lane % 16;
+                                __r * 32usize
+                                  + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                                    * 8)
+                              }) * 2) as u32,
+                          );
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        2usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__jp: usize| {
+                          let __bq = ::kernel_std::__private::device::ldmatrix_x4(
+                            __sb
+                              + (({
+                                let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
+                                  + __lane / 16) * 8 + __lane % 8;
+                                __r * 32usize
+                                  + (((__ks * 2 + (__lane / 8) % 2)
+                                    ^ ((__r / 2usize) % 4usize)) * 8)
+                              }) * 2) as u32,
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            2usize,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                              let __d = ::kernel_std::__private::device::mma_f16(
+                                __af[__i],
+                                [__bq[0], __bq[1]],
+                                [
+                                  accumulator_14[__b],
+                                  accumulator_14[__b + 1],
+                                  accumulator_14[__b + 2],
+                                  accumulator_14[__b + 3],
+                                ],
+                              );
+                              accumulator_14[__b] = __d[0];
+                              accumulator_14[__b + 1] = __d[1];
+                              accumulator_14[__b + 2] = __d[2];
+                              accumulator_14[__b + 3] = __d[3];
+                            },
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            2usize,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                              let __d = ::kernel_std::__private::device::mma_f16(
+                                __af[__i],
+                                [__bq[2], __bq[3]],
+                                [
+                                  accumulator_14[__b],
+                                  accumulator_14[__b + 1],
+                                  accumulator_14[__b + 2],
+                                  accumulator_14[__b + 3],
+                                ],
+                              );
+                              accumulator_14[__b] = __d[0];
+                              accumulator_14[__b + 1] = __d[1];
+                              accumulator_14[__b + 2] = __d[2];
+                              accumulator_14[__b + 3] = __d[3];
+                            },
+                          );
+                        },
+                      );
+                    },
+                  );
+                }
+              }
+            }
+          } else {
+            if __cols0 {
+              {
+                let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                  __lane,
+                );
+                {
+                  let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __cb * 6144usize) as u32;
+                  let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __cb * 6144usize + 4096usize) as u32;
+                  ::kernel_std::__private::device::unroll::<
+                    2usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__ks: usize| {
+                      let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+                      ::kernel_std::__private::device::unroll::<
+                        2usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          __af[__i] = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                            __sa
+                              + (({
+                                let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
+                                __r * 64usize
+                                  + (((((__warp / 1usize) * 32usize + __i * 16) / 8
+                                    + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) * 2) as u32,
+                          );
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        2usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__jp: usize| {
+                          let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                            __sb
+                              + (({
+                                let __r: usize = __ks * 16 + __lane % 16;
+                                __r * 32usize
+                                  + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
+                                    ^ ((__r / 2usize) % 4usize)) * 8)
+                              }) * 2) as u32,
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            2usize,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                              let __d = ::kernel_std::__private::device::mma_f16(
+                                __af[__i],
+                                [__bq[0], __bq[1]],
+                                [
+                                  accumulator_14[__b],
+                                  accumulator_14[__b + 1],
+                                  accumulator_14[__b + 2],
+                                  accumulator_14[__b + 3],
+                                ],
+                              );
+                              accumulator_14[__b] = __d[0];
+                              accumulator_14[__b + 1] = __d[1];
+                              accumulator_14[__b + 2] = __d[2];
+                              accumulator_14[__b + 3] = __d[3];
+                            },
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            2usize,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                              let __d = ::kernel_std::__private::device::mma_f16(
+                                __af[__i],
+                                [__bq[2], __bq[3]],
+                                [
+                                  accumulator_14[__b],
+                                  accumulator_14[__b + 1],
+                                  accumulator_14[__b + 2],
+                                  accumulator_14[__b + 3],
+                                ],
+                              );
+                              accumulator_14[__b] = __d[0];
+                              accumulator_14[__b + 1] = __d[1];
+                              accumulator_14[__b + 2] = __d[2];
+                              accumulator_14[__b + 3] = __d[3];
+                            },
+                          );
+                        },
+                      );
+                    },
+                  );
+                }
+              }
+            } else {
+              {
+                let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __cb * 6144usize) as u32;
+                let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __cb * 6144usize + 4096usize) as u32;
                 ::kernel_std::__private::device::unroll::<
                   2usize,
                   _,
                 >(
                   #[inline(always)]
-                  |__jp: usize| {
-                    let __bq = if __cols1 {
-                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                        __lane,
-                      );
-                      ::kernel_std::__private::device::ldmatrix_x4(
-                        __sb
-                          + (({
-                            let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
-                              + __lane / 16) * 8 + __lane % 8;
-                            __r * 32usize
-                              + (((__ks * 2 + (__lane / 8) % 2)
-                                ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) * 2) as u32,
-                      )
-                    } else {
-                      ::kernel_std::__private::device::ldmatrix_x4_trans(
-                        __sb
-                          + (({
-                            let __r: usize = __ks * 16 + __lane % 16;
-                            __r * 32usize
-                              + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
-                                ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) * 2) as u32,
-                      )
-                    };
+                  |__ks: usize| {
+                    let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
                     ::kernel_std::__private::device::unroll::<
                       2usize,
                       _,
                     >(
                       #[inline(always)]
                       |__i: usize| {
-                        let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                        let __d = ::kernel_std::__private::device::mma_f16(
-                          __af[__i],
-                          [__bq[0], __bq[1]],
-                          [
-                            accumulator_14[__b],
-                            accumulator_14[__b + 1],
-                            accumulator_14[__b + 2],
-                            accumulator_14[__b + 3],
-                          ],
+                        __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                          __sa
+                            + (({
+                              let __r: usize = (__warp / 1usize) * 32usize + __i * 16
+                                + __lane % 16;
+                              __r * 32usize
+                                + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                                  * 8)
+                            }) * 2) as u32,
                         );
-                        accumulator_14[__b] = __d[0];
-                        accumulator_14[__b + 1] = __d[1];
-                        accumulator_14[__b + 2] = __d[2];
-                        accumulator_14[__b + 3] = __d[3];
                       },
                     );
                     ::kernel_std::__private::device::unroll::<
@@ -5802,28 +6043,68 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                       _,
                     >(
                       #[inline(always)]
-                      |__i: usize| {
-                        let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                        let __d = ::kernel_std::__private::device::mma_f16(
-                          __af[__i],
-                          [__bq[2], __bq[3]],
-                          [
-                            accumulator_14[__b],
-                            accumulator_14[__b + 1],
-                            accumulator_14[__b + 2],
-                            accumulator_14[__b + 3],
-                          ],
+                      |__jp: usize| {
+                        let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                          __sb
+                            + (({
+                              let __r: usize = __ks * 16 + __lane % 16;
+                              __r * 32usize
+                                + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
+                                  ^ ((__r / 2usize) % 4usize)) * 8)
+                            }) * 2) as u32,
                         );
-                        accumulator_14[__b] = __d[0];
-                        accumulator_14[__b + 1] = __d[1];
-                        accumulator_14[__b + 2] = __d[2];
-                        accumulator_14[__b + 3] = __d[3];
+                        ::kernel_std::__private::device::unroll::<
+                          2usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                            let __d = ::kernel_std::__private::device::mma_f16(
+                              __af[__i],
+                              [__bq[0], __bq[1]],
+                              [
+                                accumulator_14[__b],
+                                accumulator_14[__b + 1],
+                                accumulator_14[__b + 2],
+                                accumulator_14[__b + 3],
+                              ],
+                            );
+                            accumulator_14[__b] = __d[0];
+                            accumulator_14[__b + 1] = __d[1];
+                            accumulator_14[__b + 2] = __d[2];
+                            accumulator_14[__b + 3] = __d[3];
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          2usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                            let __d = ::kernel_std::__private::device::mma_f16(
+                              __af[__i],
+                              [__bq[2], __bq[3]],
+                              [
+                                accumulator_14[__b],
+                                accumulator_14[__b + 1],
+                                accumulator_14[__b + 2],
+                                accumulator_14[__b + 3],
+                              ],
+                            );
+                            accumulator_14[__b] = __d[0];
+                            accumulator_14[__b + 1] = __d[1];
+                            accumulator_14[__b + 2] = __d[2];
+                            accumulator_14[__b + 3] = __d[3];
+                          },
+                        );
                       },
                     );
                   },
                 );
-              },
-            );
+              }
+            }
           }
           __ci += 1;
           __cbu = if __cbu + 1 == 5u32 { 0 } else { __cbu + 1 };
@@ -9161,103 +9442,344 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             }
           }
           ::kernel_std::__private::device::cp_async_commit();
-          {
-            let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-              + (0usize + __cb * 6144usize) as u32;
-            let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-              + (0usize + __cb * 6144usize + 4096usize) as u32;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__ks: usize| {
-                let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                ::kernel_std::__private::device::unroll::<
-                  2usize,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__i: usize| {
-                    __af[__i] = if __cols0 {
-                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                        __lane,
-                      );
-                      ::kernel_std::__private::device::ldmatrix_x4_trans(
-                        __sa
-                          + (({
-                            let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
-                            __r * 64usize
-                              + (((((__warp / 1usize) * 32usize + __i * 16) / 8
-                                + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) * 2) as u32,
-                      )
-                    } else {
-                      ::kernel_std::__private::device::ldmatrix_x4(
-                        __sa
-                          + (({
-                            let __r: usize = (__warp / 1usize) * 32usize + __i * 16
-                              + __lane % 16;
-                            __r * 32usize
-                              + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                * 8)
-                          }) * 2) as u32,
-                      )
-                    };
-                  },
+          if __cols1 {
+            if __cols0 {
+              {
+                let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                  __lane,
                 );
+                {
+                  let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __cb * 6144usize) as u32;
+                  let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __cb * 6144usize + 4096usize) as u32;
+                  ::kernel_std::__private::device::unroll::<
+                    2usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__ks: usize| {
+                      let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+                      ::kernel_std::__private::device::unroll::<
+                        2usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          __af[__i] = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                            __sa
+                              + (({
+                                let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
+                                __r * 64usize
+                                  + (((((__warp / 1usize) * 32usize + __i * 16) / 8
+                                    + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) * 2) as u32,
+                          );
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        2usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__jp: usize| {
+                          let __bq = ::kernel_std::__private::device::ldmatrix_x4(
+                            __sb
+                              + (({
+                                let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
+                                  + __lane / 16) * 8 + __lane % 8;
+                                __r * 32usize
+                                  + (((__ks * 2 + (__lane / 8) % 2)
+                                    ^ ((__r / 2usize) % 4usize)) * 8)
+                              }) * 2) as u32,
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            2usize,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                              let __d = ::kernel_std::__private::device::mma_f16(
+                                __af[__i],
+                                [__bq[0], __bq[1]],
+                                [
+                                  accumulator_14[__b],
+                                  accumulator_14[__b + 1],
+                                  accumulator_14[__b + 2],
+                                  accumulator_14[__b + 3],
+                                ],
+                              );
+                              accumulator_14[__b] = __d[0];
+                              accumulator_14[__b + 1] = __d[1];
+                              accumulator_14[__b + 2] = __d[2];
+                              accumulator_14[__b + 3] = __d[3];
+                            },
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            2usize,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                              let __d = ::kernel_std::__private::device::mma_f16(
+                                __af[__i],
+                                [__bq[2], __bq[3]],
+                                [
+                                  accumulator_14[__b],
+                                  accumulator_14[__b + 1],
+                                  accumulator_14[__b + 2],
+                                  accumulator_14[__b + 3],
+                                ],
+                              );
+                              accumulator_14[__b] = __d[0];
+                              accumulator_14[__b + 1] = __d[1];
+                              accumulator_14[__b + 2] = __d[2];
+                              accumulator_14[__b + 3] = __d[3];
+                            },
+                          );
+                        },
+                      );
+                    },
+                  );
+                }
+              }
+            } else {
+              {
+                let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                  __lane,
+                );
+                {
+                  let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __cb * 6144usize) as u32;
+                  let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __cb * 6144usize + 4096usize) as u32;
+                  ::kernel_std::__private::device::unroll::<
+                    2usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__ks: usize| {
+                      let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+                      ::kernel_std::__private::device::unroll::<
+                        2usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                            __sa
+                              + (({
+                                let __r: usize = (__warp / 1usize) * 32usize + __i * 16
+                                  + __lane % 16;
+                                __r * 32usize
+                                  + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                                    * 8)
+                              }) * 2) as u32,
+                          );
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        2usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__jp: usize| {
+                          let __bq = ::kernel_std::__private::device::ldmatrix_x4(
+                            __sb
+                              + (({
+                                let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
+                                  + __lane / 16) * 8 + __lane % 8;
+                                __r * 32usize
+                                  + (((__ks * 2 + (__lane / 8) % 2)
+                                    ^ ((__r / 2usize) % 4usize)) * 8)
+                              }) * 2) as u32,
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            2usize,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                              let __d = ::kernel_std::__private::device::mma_f16(
+                                __af[__i],
+                                [__bq[0], __bq[1]],
+                                [
+                                  accumulator_14[__b],
+                                  accumulator_14[__b + 1],
+                                  accumulator_14[__b + 2],
+                                  accumulator_14[__b + 3],
+                                ],
+                              );
+                              accumulator_14[__b] = __d[0];
+                              accumulator_14[__b + 1] = __d[1];
+                              accumulator_14[__b + 2] = __d[2];
+                              accumulator_14[__b + 3] = __d[3];
+                            },
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            2usize,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                              let __d = ::kernel_std::__private::device::mma_f16(
+                                __af[__i],
+                                [__bq[2], __bq[3]],
+                                [
+                                  accumulator_14[__b],
+                                  accumulator_14[__b + 1],
+                                  accumulator_14[__b + 2],
+                                  accumulator_14[__b + 3],
+                                ],
+                              );
+                              accumulator_14[__b] = __d[0];
+                              accumulator_14[__b + 1] = __d[1];
+                              accumulator_14[__b + 2] = __d[2];
+                              accumulator_14[__b + 3] = __d[3];
+                            },
+                          );
+                        },
+                      );
+                    },
+                  );
+                }
+              }
+            }
+          } else {
+            if __cols0 {
+              {
+                let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                  __lane,
+                );
+                {
+                  let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __cb * 6144usize) as u32;
+                  let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __cb * 6144usize + 4096usize) as u32;
+                  ::kernel_std::__private::device::unroll::<
+                    2usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__ks: usize| {
+                      let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+                      ::kernel_std::__private::device::unroll::<
+                        2usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          __af[__i] = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                            __sa
+                              + (({
+                                let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
+                                __r * 64usize
+                                  + (((((__warp / 1usize) * 32usize + __i * 16) / 8
+                                    + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) * 2) as u32,
+                          );
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        2usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__jp: usize| {
+                          let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                            __sb
+                              + (({
+                                let __r: usize = __ks * 16 + __lane % 16;
+                                __r * 32usize
+                                  + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
+                                    ^ ((__r / 2usize) % 4usize)) * 8)
+                              }) * 2) as u32,
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            2usize,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                              let __d = ::kernel_std::__private::device::mma_f16(
+                                __af[__i],
+                                [__bq[0], __bq[1]],
+                                [
+                                  accumulator_14[__b],
+                                  accumulator_14[__b + 1],
+                                  accumulator_14[__b + 2],
+                                  accumulator_14[__b + 3],
+                                ],
+                              );
+                              accumulator_14[__b] = __d[0];
+                              accumulator_14[__b + 1] = __d[1];
+                              accumulator_14[__b + 2] = __d[2];
+                              accumulator_14[__b + 3] = __d[3];
+                            },
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            2usize,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                              let __d = ::kernel_std::__private::device::mma_f16(
+                                __af[__i],
+                                [__bq[2], __bq[3]],
+                                [
+                                  accumulator_14[__b],
+                                  accumulator_14[__b + 1],
+                                  accumulator_14[__b + 2],
+                                  accumulator_14[__b + 3],
+                                ],
+                              );
+                              accumulator_14[__b] = __d[0];
+                              accumulator_14[__b + 1] = __d[1];
+                              accumulator_14[__b + 2] = __d[2];
+                              accumulator_14[__b + 3] = __d[3];
+                            },
+                          );
+                        },
+                      );
+                    },
+                  );
+                }
+              }
+            } else {
+              {
+                let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __cb * 6144usize) as u32;
+                let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __cb * 6144usize + 4096usize) as u32;
                 ::kernel_std::__private::device::unroll::<
                   2usize,
                   _,
                 >(
                   #[inline(always)]
-                  |__jp: usize| {
-                    let __bq = if __cols1 {
-                      let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                        __lane,
-                      );
-                      ::kernel_std::__private::device::ldmatrix_x4(
-                        __sb
-                          + (({
-                            let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
-                              + __lane / 16) * 8 + __lane % 8;
-                            __r * 32usize
-                              + (((__ks * 2 + (__lane / 8) % 2)
-                                ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) * 2) as u32,
-                      )
-                    } else {
-                      ::kernel_std::__private::device::ldmatrix_x4_trans(
-                        __sb
-                          + (({
-                            let __r: usize = __ks * 16 + __lane % 16;
-                            __r * 32usize
-                              + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
-                                ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) * 2) as u32,
-                      )
-                    };
+                  |__ks: usize| {
+                    let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
                     ::kernel_std::__private::device::unroll::<
                       2usize,
                       _,
                     >(
                       #[inline(always)]
                       |__i: usize| {
-                        let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                        let __d = ::kernel_std::__private::device::mma_f16(
-                          __af[__i],
-                          [__bq[0], __bq[1]],
-                          [
-                            accumulator_14[__b],
-                            accumulator_14[__b + 1],
-                            accumulator_14[__b + 2],
-                            accumulator_14[__b + 3],
-                          ],
+                        __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                          __sa
+                            + (({
+                              let __r: usize = (__warp / 1usize) * 32usize + __i * 16
+                                + __lane % 16;
+                              __r * 32usize
+                                + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                                  * 8)
+                            }) * 2) as u32,
                         );
-                        accumulator_14[__b] = __d[0];
-                        accumulator_14[__b + 1] = __d[1];
-                        accumulator_14[__b + 2] = __d[2];
-                        accumulator_14[__b + 3] = __d[3];
                       },
                     );
                     ::kernel_std::__private::device::unroll::<
@@ -9265,28 +9787,68 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                       _,
                     >(
                       #[inline(always)]
-                      |__i: usize| {
-                        let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                        let __d = ::kernel_std::__private::device::mma_f16(
-                          __af[__i],
-                          [__bq[2], __bq[3]],
-                          [
-                            accumulator_14[__b],
-                            accumulator_14[__b + 1],
-                            accumulator_14[__b + 2],
-                            accumulator_14[__b + 3],
-                          ],
+                      |__jp: usize| {
+                        let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                          __sb
+                            + (({
+                              let __r: usize = __ks * 16 + __lane % 16;
+                              __r * 32usize
+                                + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
+                                  ^ ((__r / 2usize) % 4usize)) * 8)
+                            }) * 2) as u32,
                         );
-                        accumulator_14[__b] = __d[0];
-                        accumulator_14[__b + 1] = __d[1];
-                        accumulator_14[__b + 2] = __d[2];
-                        accumulator_14[__b + 3] = __d[3];
+                        ::kernel_std::__private::device::unroll::<
+                          2usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                            let __d = ::kernel_std::__private::device::mma_f16(
+                              __af[__i],
+                              [__bq[0], __bq[1]],
+                              [
+                                accumulator_14[__b],
+                                accumulator_14[__b + 1],
+                                accumulator_14[__b + 2],
+                                accumulator_14[__b + 3],
+                              ],
+                            );
+                            accumulator_14[__b] = __d[0];
+                            accumulator_14[__b + 1] = __d[1];
+                            accumulator_14[__b + 2] = __d[2];
+                            accumulator_14[__b + 3] = __d[3];
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          2usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                            let __d = ::kernel_std::__private::device::mma_f16(
+                              __af[__i],
+                              [__bq[2], __bq[3]],
+                              [
+                                accumulator_14[__b],
+                                accumulator_14[__b + 1],
+                                accumulator_14[__b + 2],
+                                accumulator_14[__b + 3],
+                              ],
+                            );
+                            accumulator_14[__b] = __d[0];
+                            accumulator_14[__b + 1] = __d[1];
+                            accumulator_14[__b + 2] = __d[2];
+                            accumulator_14[__b + 3] = __d[3];
+                          },
+                        );
                       },
                     );
                   },
                 );
-              },
-            );
+              }
+            }
           }
           __ci += 1;
           __cbu = if __cbu + 1 == 5u32 { 0 } else { __cbu + 1 };
