@@ -4,7 +4,8 @@
 //! element by element), the unchecked version for loops whose accesses are proven in bounds
 //! before the loop, the widening of 8-bit chunks, and the operand's tensor-map copy (sm_90a).
 //! A transposable operand's chunks run along its rows or down its columns (into the transposed
-//! tile), as chosen once before the loop from the addresses of the block's first elements.
+//! tile), as chosen once before the loop from the addresses of the block's first elements; its
+//! copies are written for each staging and branch on that choice.
 
 use super::*;
 
@@ -44,11 +45,19 @@ impl DevGen<'_> {
         // run along the rows or, transposed, down the columns. `flat(i)`: the row-major flat
         // index of element `i` of the chunk that starts at `__f0` in the staging's order.
         let cols = op.transposable.then(|| format_ident!("__cols{}", oi));
+        let flat_in = |o: Staging, i: TokenStream| match o {
+            Staging::Rows => quote!((__f0 + #i)),
+            Staging::Cols => quote!(((__f0 % #rows + #i) * #inner + __f0 / #rows)),
+        };
         let flat = |i: TokenStream| match &cols {
-            None => quote!((__f0 + #i)),
-            Some(c) => quote!((if #c { (__f0 % #rows + #i) * #inner + __f0 / #rows } else { __f0 + #i })),
+            None => flat_in(Staging::Rows, i),
+            Some(c) => {
+                let (r, cl) = (flat_in(Staging::Rows, i.clone()), flat_in(Staging::Cols, i));
+                quote!((if #c { #cl } else { #r }))
+            }
         };
         let at = |i: usize| At::Flat(flat(quote!(#i)));
+        let at_in = |o: Staging, i: usize| At::Flat(flat_in(o, quote!(#i)));
         if let Some(c) = &cols {
             let bytes = elem_size(&k.exprs[op.x].ty.elem);
             let (p0, p1, pr) = (self.ev(op.base, &At::Flat(quote!(0usize))), self.ev(op.base, &At::Flat(quote!(1usize))), self.ev(op.base, &At::Flat(quote!(#inner))));
@@ -70,10 +79,13 @@ impl DevGen<'_> {
             ExprKind::PtrAdd(p, o) if self.shapes[*p].is_empty() && matches!(k.exprs[*o].ty.dtype(), Some(DType::I32 | DType::I64)) => Some((*p, *o)),
             _ => None,
         };
-        let masks: Vec<TokenStream> = match op.mask {
-            Some(mk) => (0..8).map(|i| self.operand(op.load, mk, &at(i))).collect(),
-            None => vec![quote!(true); 8],
+        let masks_in = |o: Staging| -> Vec<TokenStream> {
+            match op.mask {
+                Some(mk) => (0..8).map(|i| self.operand(op.load, mk, &at_in(o, i))).collect(),
+                None => vec![quote!(true); 8],
+            }
         };
+        let masks = masks_in(Staging::Rows);
         let off = format_ident!("__off{}", oi);
         let (lo, hi, inb) = (format_ident!("__lo{}", oi), format_ident!("__hi{}", oi), format_ident!("__inb{}", oi));
         let size = elem_size(&k.exprs[op.x].ty.elem);
@@ -95,14 +107,12 @@ impl DevGen<'_> {
             (None, _) => quote!(0i64),
         };
         let tile_off = base_off + if oi == 0 { 0 } else { tile_a };
-        let s0 = Tile::of(plan.layout, rows, inner).index(quote!(__f0));
-        let s0 = match &cols {
-            None => s0,
-            Some(c) => {
-                let s0c = Tile::of(plan.layout, inner, rows).index(quote!(__f0));
-                quote!((if #c { #s0c } else { #s0 }))
-            }
+        // Where the chunk that starts at `__f0` goes in its tile.
+        let s0_in = |o: Staging| match o {
+            Staging::Rows => Tile::of(plan.layout, rows, inner).index(quote!(__f0)),
+            Staging::Cols => Tile::of(plan.layout, inner, rows).index(quote!(__f0)),
         };
+        let s0 = s0_in(Staging::Rows);
         // The widening of this thread's chunks of buffer `__cb` into f16 tile `__pr`.
         if widen {
             let f16_tile = f16_off + if oi == 0 { 0 } else { f16_a };
@@ -135,13 +145,18 @@ impl DevGen<'_> {
         let (open, close) = (self.chunk_check_open(ptr_block, &e), self.chunk_check_close(ptr_block, span));
         // The element path of a chunk is a loop (not unrolled: its trip count is opaque), so
         // that the rarely taken code stays small and the K loop fits the instruction cache.
-        let at_i = At::Flat(flat(quote!(__i)));
-        let (b_i, m_i, o_i) = (
-            self.ev(op.base, &at_i),
-            op.mask.map(|mk| self.operand(op.load, mk, &at_i)).unwrap_or(quote!(true)),
-            op.other.map(|o| self.operand(op.load, o, &at_i)).unwrap_or(quote!(<#e as ::core::default::Default>::default())),
-        );
-        let elem_loop = |body: TokenStream| {
+        let elem_in = |o: Staging| {
+            let at_i = At::Flat(flat_in(o, quote!(__i)));
+            (
+                self.ev(op.base, &at_i),
+                op.mask.map(|mk| self.operand(op.load, mk, &at_i)).unwrap_or(quote!(true)),
+                op.other.map(|o| self.operand(op.load, o, &at_i)).unwrap_or(quote!(<#e as ::core::default::Default>::default())),
+            )
+        };
+        let (_, m_i, o_i) = elem_in(Staging::Rows);
+        let elem_loop = |o: Staging, body: &dyn Fn(&TokenStream) -> TokenStream| {
+            let (b_i, m_i, o_i) = elem_in(o);
+            let body = body(&o_i);
             quote! {
                 let __ne: usize = #d::opaque_usize(8);
                 let mut __i: usize = 0;
@@ -154,31 +169,31 @@ impl DevGen<'_> {
             }
         };
         let check = self.chunk_check_elem(ptr_block, &format_ident!("__a"), &quote!(__m), &format_ident!("__k"), span);
-        let checked_loop = elem_loop(quote! {
-            #check
-            #d::store(__sp.add(__i), if __k { #d::load(__a) } else { #o_i });
-        });
-        let scalar = quote! {
-            #open
-            #checked_loop
-            #close
-        };
-        let all = match op.mask {
-            Some(mk) => {
-                let along = self.load_chunk_all(op.load, mk, &quote!(__f0), 8).unwrap_or_else(|| quote!((true #(&& #masks)*)));
-                match &cols {
-                    None => along,
-                    Some(c) => {
-                        let down = if self.mask_varies(op.load, mk, 0) { quote!((true #(&& #masks)*)) } else { masks[0].clone() };
-                        quote!((if #c { #down } else { #along }))
-                    }
-                }
+        let scalar_in = |o: Staging| {
+            let checked_loop = elem_loop(o, &|o_i| quote! {
+                #check
+                #d::store(__sp.add(__i), if __k { #d::load(__a) } else { #o_i });
+            });
+            quote! {
+                #open
+                #checked_loop
+                #close
             }
-            None => quote!(true),
         };
+        // Whether all of the chunk's elements are unmasked: one test at its ends along a row,
+        // one element's down a column when the mask does not vary along it.
+        let all_in = |o: Staging| match (op.mask, o) {
+            (Some(mk), Staging::Rows) => self.load_chunk_all(op.load, mk, &quote!(__f0), 8).unwrap_or_else(|| quote!((true #(&& #masks)*))),
+            (Some(mk), Staging::Cols) => {
+                let down = masks_in(Staging::Cols);
+                if self.mask_varies(op.load, mk, 0) { quote!((true #(&& #down)*)) } else { down[0].clone() }
+            }
+            (None, _) => quote!(true),
+        };
+        let all = all_in(Staging::Rows);
         // The unchecked element path, for the loop version whose accesses are all proven in
         // bounds before the loop.
-        let fast_scalar = elem_loop(quote!(#d::store(__sp.add(__i), if __m { #d::load(__a) } else { #o_i });));
+        let fast_scalar_in = |o: Staging| elem_loop(o, &|o_i| quote!(#d::store(__sp.add(__i), if __m { #d::load(__a) } else { #o_i });));
         // One chunk's copy: 16 bytes with `cp.async` when `test` holds, else element by
         // element (`scalar`, rare: edges, unaligned or strided operands). `__f0` and the
         // shared offset are recomputed per iteration (a few integer operations) rather than
@@ -211,8 +226,14 @@ impl DevGen<'_> {
         };
         // Where a chunk goes in its stage: its place in the swizzled f16 tile, or a widened
         // operand's raw chunk `__c`.
-        let recomputed = |_: usize| if widen { quote!((__c * 8)) } else { quote!((#s0) * 2) };
-        let issue_chunks = chunk_code(&chunk_ptr, &recomputed, &quote!(#all && (__g as usize) % #chunk_bytes == 0 && #fits), &scalar);
+        let recomputed_in = |o: Staging| {
+            let s0 = s0_in(o);
+            move |_: usize| if widen { quote!((__c * 8)) } else { quote!((#s0) * 2) }
+        };
+        let issue_in = |o: Staging| {
+            let all = all_in(o);
+            chunk_code(&chunk_ptr, &recomputed_in(o), &quote!(#all && (__g as usize) % #chunk_bytes == 0 && #fits), &scalar_in(o))
+        };
         // The proven version: every chunk is contiguous, 16-byte aligned and inside its
         // buffer in every iteration, so only the mask is tested. `wgmma` bodies compute each
         // chunk's shared-memory offset once before the loop (one register per chunk);
@@ -232,10 +253,11 @@ impl DevGen<'_> {
                 let mut #so: [u32; #per_thread] = [0u32; #per_thread];
                 #(#so_init)*
             });
-            chunk_code(&proven_ptr, &|jc: usize| quote!(#so[#jc] as usize), &all, &fast_scalar)
+            chunk_code(&proven_ptr, &|jc: usize| quote!(#so[#jc] as usize), &all, &fast_scalar_in(Staging::Rows))
         } else {
-            chunk_code(&proven_ptr, &recomputed, &all, &fast_scalar)
+            chunk_code(&proven_ptr, &recomputed_in(Staging::Rows), &all, &fast_scalar_in(Staging::Rows))
         };
+        let fast_in = |o: Staging| chunk_code(&proven_ptr, &recomputed_in(o), &all_in(o), &fast_scalar_in(o));
         if let Some(b) = &based {
             pre.extend(bounds_proof(oi, b, &off_expr, (&lo, &hi, &inb)));
         }
@@ -270,18 +292,25 @@ impl DevGen<'_> {
             };
             (tma_oper, tma_descs) = self.tma_operand(&ctx, &tma, first_map, var);
         }
-        let op_code = |chunks: &[TokenStream]| {
+        // A transposable operand's copies branch on its staging (uniform); the staging as
+        // written keeps the code it has without the choice.
+        let op_code = |rows: &[TokenStream], cols_chunks: Option<Vec<TokenStream>>| {
+            let chunks = match (&cols, cols_chunks) {
+                (Some(c), Some(cc)) => quote!(if #c { #(#cc)* } else { #(#rows)* }),
+                _ => quote!(#(#rows)*),
+            };
             quote! {{
                 let #off: i64 = #off_expr;
                 let __dst: usize = #tile_off + __buf * #stage_bytes;
-                #(#chunks)*
+                #chunks
             }}
         };
+        let with_cols = |f: &dyn Fn(Staging) -> Vec<TokenStream>| cols.is_some().then(|| f(Staging::Cols));
 
         OperandCode {
             pre,
-            issue: op_code(&issue_chunks),
-            fast: op_code(&fast_chunks),
+            issue: op_code(&issue_in(Staging::Rows), with_cols(&issue_in)),
+            fast: op_code(&fast_chunks, with_cols(&fast_in)),
             widen: widen_op,
             proof: range.is_some().then(|| inb.clone()),
             tma: tma_oper,

@@ -64,9 +64,10 @@ impl PipePlan {
     }
 }
 
-/// The most f32 accumulator registers per thread of an `mma.sync` K loop whose operands may be
-/// staged transposed (`PipeOp::transposable`).
-const MAX_TRANSPOSABLE_ACC: usize = 64;
+/// The most registers per thread that an `mma.sync` K loop whose operands may be staged
+/// transposed (`PipeOp::transposable`) holds for its accumulators (f32) and its chunks' bases
+/// (one each).
+const MAX_TRANSPOSABLE_REGS: usize = 80;
 
 impl DevicePlan<'_> {
     /// The schedule of a loop over `var` that is not software-pipelined: which tensor-core `dot`
@@ -226,6 +227,15 @@ impl DevicePlan<'_> {
             let transposable = self.transposable(x, base, layout, inner);
             ops.push(PipeOp { x, load, base, affine, step, mask, other, numel: self.numel(x), inner, transposable });
         }
+        // The transposed staging costs registers (its copies, its fragment addresses): not in
+        // tilings that already hold many per thread (accumulators and chunk bases), which reach
+        // the register limit on sm_80 and would spill.
+        let chunks: usize = ops.iter().map(|o| (o.numel / 8).div_ceil(self.threads)).sum();
+        if let Layout::Mma { tm, tn, .. } = layout {
+            if tm * tn * 4 + chunks > MAX_TRANSPOSABLE_REGS {
+                ops.iter_mut().for_each(|o| o.transposable = false);
+            }
+        }
         Some(PipePlan { acc, layout, a, kk: self.shapes[a][1], m: self.shapes[a][0], ops, steps, mem: Default::default() })
     }
 
@@ -238,11 +248,7 @@ impl DevicePlan<'_> {
         // Not when the rows are known to be contiguous, nor when the columns are known not to be
         // (rows wrapped with `%` have no stride: the run-time test decides).
         let down = self.stride_along(base, 1) != Some(Stride::Const(1)) && !matches!(self.stride_along(base, 0), Some(Stride::Const(s)) if s != 1);
-        // The second staging costs registers (its chunk offsets, its fragment addresses): not
-        // in tilings whose accumulators already take more than half of a thread's registers
-        // there, which reach the register limit and would spill.
-        let Layout::Mma { tm, tn, wg: false, .. } = layout else { return false };
-        tm * tn * 4 <= MAX_TRANSPOSABLE_ACC && !self.is_widened(x) && rows.is_multiple_of(8) && rows >= 16 && inner >= 16 && down
+        matches!(layout, Layout::Mma { wg: false, .. }) && !self.is_widened(x) && rows.is_multiple_of(8) && rows >= 16 && inner >= 16 && down
     }
 
     /// The `dot`s of the top-level statements of a loop body.

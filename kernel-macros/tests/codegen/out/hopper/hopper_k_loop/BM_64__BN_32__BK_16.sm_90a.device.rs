@@ -2661,21 +2661,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x6 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -2685,12 +2685,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x13,
+                            __c14,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -3042,21 +3042,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x6 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -3066,12 +3066,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x13,
+                            __c14,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -5842,7 +5842,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                 __p_M,
               )
                 && {
-                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5860,7 +5860,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                         }) as i32,
                       ),
                   );
-                  let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5878,14 +5878,14 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                         }) as i32,
                       ),
                   );
-                  let __c14 = __p_N;
+                  let __c17 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x13,
-                    __x12,
+                    __x16,
+                    __x15,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
+                      __x16,
+                      __c17,
                     )
                 })
           }
@@ -6009,7 +6009,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                 __p_M,
               )
                 && {
-                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6027,7 +6027,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                         }) as i32,
                       ),
                   );
-                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6045,14 +6045,14 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                         }) as i32,
                       ),
                   );
-                  let __c17 = __p_N;
+                  let __c20 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x16,
-                    __x15,
+                    __x19,
+                    __x18,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x16,
-                      __c17,
+                      __x19,
+                      __c20,
                     )
                 })
           },

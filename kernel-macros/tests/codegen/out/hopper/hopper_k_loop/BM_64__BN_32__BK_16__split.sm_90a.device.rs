@@ -2716,21 +2716,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x0 = (0i32)
+                        let __x6 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __x1 = (0i32)
+                        let __x7 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -2740,12 +2740,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
+                          __x7,
+                          __x6,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
+                            __x7,
+                            __c8,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -3097,21 +3097,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x0 = (0i32)
+                        let __x6 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __x1 = (0i32)
+                        let __x7 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -3121,12 +3121,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
+                          __x7,
+                          __x6,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
+                            __x7,
+                            __c8,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -3724,7 +3724,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                 __p_M,
               )
                 && {
-                  let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -3742,7 +3742,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                         }) as i32,
                       ),
                   );
-                  let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -3760,14 +3760,14 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                         }) as i32,
                       ),
                   );
-                  let __c8 = __p_N;
+                  let __c11 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x7,
-                    __x6,
+                    __x10,
+                    __x9,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x7,
-                      __c8,
+                      __x10,
+                      __c11,
                     )
                 })
           }
@@ -3891,7 +3891,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                 __p_M,
               )
                 && {
-                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -3909,7 +3909,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                         }) as i32,
                       ),
                   );
-                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -3927,14 +3927,14 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                         }) as i32,
                       ),
                   );
-                  let __c11 = __p_N;
+                  let __c14 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x10,
-                    __x9,
+                    __x13,
+                    __x12,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x10,
-                      __c11,
+                      __x13,
+                      __c14,
                     )
                 })
           },

@@ -2694,21 +2694,21 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x0 = (0i32)
+                        let __x6 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __x1 = (0i32)
+                        let __x7 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -2718,12 +2718,12 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
+                          __x7,
+                          __x6,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
+                            __x7,
+                            __c8,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -3075,21 +3075,21 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x0 = (0i32)
+                        let __x6 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __x1 = (0i32)
+                        let __x7 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -3099,12 +3099,12 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
+                          __x7,
+                          __x6,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
+                            __x7,
+                            __c8,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0

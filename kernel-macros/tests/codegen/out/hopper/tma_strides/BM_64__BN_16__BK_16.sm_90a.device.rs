@@ -2958,21 +2958,21 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x0 = (0i32)
+                      let __x3 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __x1 = (0i32)
+                      let __x4 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -2985,12 +2985,12 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x4,
+                        __x3,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x4,
+                          __c5,
                         )
                     } && (__g as usize) % 16 == 0
                       && (__inb0
@@ -3346,21 +3346,21 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x0 = (0i32)
+                      let __x3 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __x1 = (0i32)
+                      let __x4 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -3373,12 +3373,12 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x4,
+                        __x3,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x4,
+                          __c5,
                         )
                     } && (__g as usize) % 16 == 0
                       && (__inb0

@@ -553,9 +553,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
+                    ((__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
@@ -574,9 +574,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
+                      ((__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize)
                     } else {
-                      __f0 + 0usize
+                      (__f0 + 0usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -591,9 +591,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
+                    ((__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
@@ -612,9 +612,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
+                      ((__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize)
                     } else {
-                      __f0 + 1usize
+                      (__f0 + 1usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -629,9 +629,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
+                    ((__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
@@ -650,9 +650,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
+                      ((__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize)
                     } else {
-                      __f0 + 2usize
+                      (__f0 + 2usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -667,9 +667,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
+                    ((__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
@@ -688,9 +688,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
+                      ((__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize)
                     } else {
-                      __f0 + 3usize
+                      (__f0 + 3usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -705,9 +705,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
+                    ((__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
@@ -726,9 +726,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
+                      ((__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize)
                     } else {
-                      __f0 + 4usize
+                      (__f0 + 4usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -743,9 +743,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
+                    ((__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
@@ -764,9 +764,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
+                      ((__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize)
                     } else {
-                      __f0 + 5usize
+                      (__f0 + 5usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -781,9 +781,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
+                    ((__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
@@ -802,9 +802,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
+                      ((__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize)
                     } else {
-                      __f0 + 6usize
+                      (__f0 + 6usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -819,9 +819,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
+                    ((__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
@@ -840,9 +840,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
+                      ((__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize)
                     } else {
-                      __f0 + 7usize
+                      (__f0 + 7usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -931,9 +931,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
+                    ((__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
@@ -952,9 +952,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
+                      ((__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize)
                     } else {
-                      __f0 + 0usize
+                      (__f0 + 0usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -969,9 +969,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
+                    ((__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
@@ -990,9 +990,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
+                      ((__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize)
                     } else {
-                      __f0 + 1usize
+                      (__f0 + 1usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -1007,9 +1007,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
+                    ((__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
@@ -1028,9 +1028,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
+                      ((__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize)
                     } else {
-                      __f0 + 2usize
+                      (__f0 + 2usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -1045,9 +1045,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
+                    ((__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
@@ -1066,9 +1066,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
+                      ((__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize)
                     } else {
-                      __f0 + 3usize
+                      (__f0 + 3usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -1083,9 +1083,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
+                    ((__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
@@ -1104,9 +1104,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
+                      ((__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize)
                     } else {
-                      __f0 + 4usize
+                      (__f0 + 4usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -1121,9 +1121,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
+                    ((__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
@@ -1142,9 +1142,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
+                      ((__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize)
                     } else {
-                      __f0 + 5usize
+                      (__f0 + 5usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -1159,9 +1159,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
+                    ((__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
@@ -1180,9 +1180,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
+                      ((__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize)
                     } else {
-                      __f0 + 6usize
+                      (__f0 + 6usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -1197,9 +1197,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
+                    ((__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 32usize) % 16usize) * 1usize
                 }) as i32,
@@ -1218,9 +1218,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
+                      ((__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize)
                     } else {
-                      __f0 + 7usize
+                      (__f0 + 7usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -1495,49 +1495,35 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               {
                 let __off1: i64 = b_ptrs_4_off + __it * __st4;
                 let __dst: usize = 512usize + __buf * 1536usize;
-                {
-                  let __c: usize = 0usize * 32usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      __pb1[0usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                if __cols1 {
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 16usize;
                           __r * 16usize
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 0usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1555,11 +1541,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 1usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1577,11 +1560,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 2usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1599,11 +1579,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 3usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1621,11 +1598,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 4usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1643,11 +1617,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 5usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1665,11 +1636,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 6usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1687,11 +1655,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 7usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1705,161 +1670,118 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 32usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_N,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (if __cols1 {
-                                        (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                        + __f0 / 16usize);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
                                     }) as i32,
                                   ),
+                                __p_N,
                               ),
-                              __p_N,
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                          + __f0 / 16usize);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 32usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      __pb1[1usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                  {
+                    let __c: usize = 1usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 16usize;
                           __r * 16usize
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 0usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1877,11 +1799,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 1usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1899,11 +1818,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 2usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1921,11 +1837,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 3usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1943,11 +1856,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 4usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1965,11 +1875,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 5usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1987,11 +1894,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 6usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2009,11 +1913,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 7usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2027,8 +1928,113 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                        + __f0 / 16usize);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_N,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                          + __f0 / 16usize);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -2045,97 +2051,204 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           ),
                         ),
                       ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_N,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (if __cols1 {
-                                        (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
                                     }) as i32,
                                   ),
+                                __p_N,
                               ),
-                              __p_N,
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
                             ),
                           ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
                         ),
-                        __off1,
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
                       );
-                      __i += 1;
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_N,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -2300,49 +2413,35 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               {
                 let __off1: i64 = b_ptrs_4_off + __it * __st4;
                 let __dst: usize = 512usize + __buf * 1536usize;
-                {
-                  let __c: usize = 0usize * 32usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      __pb1[0usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                if __cols1 {
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 16usize;
                           __r * 16usize
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 0usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2360,11 +2459,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 1usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2382,11 +2478,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 2usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2404,11 +2497,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 3usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2426,11 +2516,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 4usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2448,11 +2535,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 5usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2470,11 +2554,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 6usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2492,11 +2573,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 7usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2510,161 +2588,118 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 32usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_N,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (if __cols1 {
-                                        (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                        + __f0 / 16usize);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
                                     }) as i32,
                                   ),
+                                __p_N,
                               ),
-                              __p_N,
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                          + __f0 / 16usize);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 32usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      __pb1[1usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                  {
+                    let __c: usize = 1usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 16usize;
                           __r * 16usize
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 0usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2682,11 +2717,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 1usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2704,11 +2736,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 2usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2726,11 +2755,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 3usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2748,11 +2774,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 4usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2770,11 +2793,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 5usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2792,11 +2812,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 6usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2814,11 +2831,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 7usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2832,8 +2846,113 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                        + __f0 / 16usize);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_N,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                          + __f0 / 16usize);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -2850,97 +2969,204 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           ),
                         ),
                       ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_N,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (if __cols1 {
-                                        (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
                                     }) as i32,
                                   ),
+                                __p_N,
                               ),
-                              __p_N,
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
                             ),
                           ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
                         ),
-                        __off1,
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
                       );
-                      __i += 1;
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_N,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -3178,21 +3404,21 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x0 = (0i32)
+                    let __x3 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 16usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x4 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 16usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_6,
@@ -3202,12 +3428,12 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x4,
+                      __x3,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x4,
+                        __c5,
                       )
                   } && (__g as usize) % 16 == 0
                     && (__inb0
@@ -3326,59 +3552,45 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               {
                 let __off1: i64 = b_ptrs_4_off + __it * __st4;
                 let __dst: usize = 512usize + __buf * 1536usize;
-                {
-                  let __c: usize = 0usize * 32usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[0usize],
-                      );
-                      if __pb1[0usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                if __cols1 {
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 16usize;
                           __r * 16usize
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 0usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -3396,11 +3608,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 1usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -3418,11 +3627,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 2usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -3440,11 +3646,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 3usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -3462,11 +3665,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 4usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -3484,11 +3684,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 5usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -3506,11 +3703,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 6usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -3528,11 +3722,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 7usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -3545,373 +3736,454 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             ),
                           ),
                         ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 32usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_N,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (if __cols1 {
-                                        (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                        + __f0 / 16usize);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
                                     }) as i32,
                                   ),
+                                __p_N,
                               ),
-                              __p_N,
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                          + __f0 / 16usize);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 32usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[1usize],
-                      );
-                      if __pb1[1usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 1usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 16usize;
                           __r * 16usize
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
-                      })
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 16usize + 0usize) * 32usize
+                                + __f0 / 16usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 16usize + 1usize) * 32usize
+                                + __f0 / 16usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 16usize + 2usize) * 32usize
+                                + __f0 / 16usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 16usize + 3usize) * 32usize
+                                + __f0 / 16usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 16usize + 4usize) * 32usize
+                                + __f0 / 16usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 16usize + 5usize) * 32usize
+                                + __f0 / 16usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 16usize + 6usize) * 32usize
+                                + __f0 / 16usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 16usize + 7usize) * 32usize
+                                + __f0 / 16usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
                     } else {
-                      ({
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                        + __f0 / 16usize);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_N,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                          + __f0 / 16usize);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 32usize;
                           __r * 32usize
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -3928,129 +4200,278 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           ),
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_N,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (if __cols1 {
-                                        (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
                                     }) as i32,
                                   ),
+                                __p_N,
                               ),
-                              __p_N,
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
                     }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
+                  }
+                  {
+                    let __c: usize = 1usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_N,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
                     }
                   }
                 }
@@ -4109,21 +4530,21 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x0 = (0i32)
+                    let __x3 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 16usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x4 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 16usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_6,
@@ -4133,12 +4554,12 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x4,
+                      __x3,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x4,
+                        __c5,
                       )
                   } && (__g as usize) % 16 == 0
                     && (__inb0
@@ -4257,59 +4678,45 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               {
                 let __off1: i64 = b_ptrs_4_off + __it * __st4;
                 let __dst: usize = 512usize + __buf * 1536usize;
-                {
-                  let __c: usize = 0usize * 32usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[0usize],
-                      );
-                      if __pb1[0usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                if __cols1 {
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 16usize;
                           __r * 16usize
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 0usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -4327,11 +4734,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 1usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -4349,11 +4753,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 2usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -4371,11 +4772,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 3usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -4393,11 +4791,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 4usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -4415,11 +4810,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 5usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -4437,11 +4829,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 6usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -4459,11 +4848,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 16usize + 7usize) * 32usize
+                                + __f0 / 16usize);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -4476,373 +4862,454 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             ),
                           ),
                         ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 32usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_N,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (if __cols1 {
-                                        (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                        + __f0 / 16usize);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
                                     }) as i32,
                                   ),
+                                __p_N,
                               ),
-                              __p_N,
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                          + __f0 / 16usize);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 32usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[1usize],
-                      );
-                      if __pb1[1usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 1usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 16usize;
                           __r * 16usize
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
-                      })
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 16usize + 0usize) * 32usize
+                                + __f0 / 16usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 16usize + 1usize) * 32usize
+                                + __f0 / 16usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 16usize + 2usize) * 32usize
+                                + __f0 / 16usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 16usize + 3usize) * 32usize
+                                + __f0 / 16usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 16usize + 4usize) * 32usize
+                                + __f0 / 16usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 16usize + 5usize) * 32usize
+                                + __f0 / 16usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 16usize + 6usize) * 32usize
+                                + __f0 / 16usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 16usize + 7usize) * 32usize
+                                + __f0 / 16usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
                     } else {
-                      ({
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                        + __f0 / 16usize);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_N,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                          + __f0 / 16usize);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 32usize;
                           __r * 32usize
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -4859,129 +5326,278 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           ),
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_N,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = (if __cols1 {
-                                        (__f0 % 16usize + __i) * 32usize + __f0 / 16usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
                                     }) as i32,
                                   ),
+                                __p_N,
                               ),
-                              __p_N,
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
                     }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
+                  }
+                  {
+                    let __c: usize = 1usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_N,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
                     }
                   }
                 }
@@ -5439,7 +6055,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 __p_M,
               )
                 && {
-                  let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5456,7 +6072,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         }) as i32,
                       ),
                   );
-                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5473,14 +6089,14 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         }) as i32,
                       ),
                   );
-                  let __c5 = __p_N;
+                  let __c8 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x4,
-                    __x3,
+                    __x7,
+                    __x6,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x4,
-                      __c5,
+                      __x7,
+                      __c8,
                     )
                 })
           }
@@ -5599,7 +6215,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 __p_M,
               )
                 && {
-                  let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5616,7 +6232,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         }) as i32,
                       ),
                   );
-                  let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5633,14 +6249,14 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         }) as i32,
                       ),
                   );
-                  let __c8 = __p_N;
+                  let __c11 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x7,
-                    __x6,
+                    __x10,
+                    __x9,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x7,
-                      __c8,
+                      __x10,
+                      __c11,
                     )
                 })
           },
@@ -7697,7 +8313,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               __p_M,
             )
               && {
-                let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -7714,7 +8330,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                       }) as i32,
                     ),
                 );
-                let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -7731,14 +8347,14 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                       }) as i32,
                     ),
                 );
-                let __c11 = __p_N;
+                let __c14 = __p_N;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x10,
-                  __x9,
+                  __x13,
+                  __x12,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x10,
-                    __c11,
+                    __x13,
+                    __c14,
                   )
               })
         }
@@ -7857,7 +8473,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               __p_M,
             )
               && {
-                let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -7874,7 +8490,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                       }) as i32,
                     ),
                 );
-                let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -7891,14 +8507,14 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                       }) as i32,
                     ),
                 );
-                let __c14 = __p_N;
+                let __c17 = __p_N;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x13,
-                  __x12,
+                  __x16,
+                  __x15,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x13,
-                    __c14,
+                    __x16,
+                    __c17,
                   )
               })
         };

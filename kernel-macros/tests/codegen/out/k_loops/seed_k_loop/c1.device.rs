@@ -551,9 +551,9 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize
+                    ((__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
@@ -572,9 +572,9 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize
+                      ((__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize)
                     } else {
-                      __f0 + 0usize
+                      (__f0 + 0usize)
                     });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
@@ -589,9 +589,9 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize
+                    ((__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
@@ -610,9 +610,9 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize
+                      ((__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize)
                     } else {
-                      __f0 + 1usize
+                      (__f0 + 1usize)
                     });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
@@ -627,9 +627,9 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize
+                    ((__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
@@ -648,9 +648,9 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize
+                      ((__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize)
                     } else {
-                      __f0 + 2usize
+                      (__f0 + 2usize)
                     });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
@@ -665,9 +665,9 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize
+                    ((__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
@@ -686,9 +686,9 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize
+                      ((__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize)
                     } else {
-                      __f0 + 3usize
+                      (__f0 + 3usize)
                     });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
@@ -703,9 +703,9 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize
+                    ((__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
@@ -724,9 +724,9 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize
+                      ((__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize)
                     } else {
-                      __f0 + 4usize
+                      (__f0 + 4usize)
                     });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
@@ -741,9 +741,9 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize
+                    ((__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
@@ -762,9 +762,9 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize
+                      ((__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize)
                     } else {
-                      __f0 + 5usize
+                      (__f0 + 5usize)
                     });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
@@ -779,9 +779,9 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize
+                    ((__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
@@ -800,9 +800,9 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize
+                      ((__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize)
                     } else {
-                      __f0 + 6usize
+                      (__f0 + 6usize)
                     });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
@@ -817,9 +817,9 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize
+                    ((__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                 }) as i32,
@@ -838,9 +838,9 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize
+                      ((__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize)
                     } else {
-                      __f0 + 7usize
+                      (__f0 + 7usize)
                     });
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
@@ -1115,49 +1115,35 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
             {
               let __off1: i64 = b_ptrs_4_off + __it * __st4;
               let __dst: usize = 512usize + __buf * 1024usize;
-              {
-                let __c: usize = 0usize * 32usize + __tid;
-                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                  __c * 8,
-                );
-                let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_b_ptr,
-                    __pb1[0usize],
-                  ),
-                  __off1,
-                );
-                let __so: usize = __dst
-                  + ((if __cols1 {
-                    ({
+              if __cols1 {
+                {
+                  let __c: usize = 0usize * 32usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[0usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
                       let __sf: usize = __f0;
                       ({
                         let __r: usize = __sf / 16usize;
                         __r * 16usize
                           + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                       }) + __sf % 8
-                    })
-                  } else {
-                    ({
-                      let __sf: usize = __f0;
-                      ({
-                        let __r: usize = __sf / 16usize;
-                        __r * 16usize
-                          + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                      }) + __sf % 8
-                    })
-                  })) * 2;
-                if (if __cols1 {
-                  (true
+                    })) * 2;
+                  if (true
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols1 {
-                              (__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 16usize + 0usize) * 16usize
+                              + __f0 / 16usize);
                             0usize + ((__pf / 16usize) % 16usize) * 1usize
                           }) as i32,
                         ),
@@ -1175,11 +1161,8 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols1 {
-                              (__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize
-                            } else {
-                              __f0 + 1usize
-                            });
+                            let __pf: usize = ((__f0 % 16usize + 1usize) * 16usize
+                              + __f0 / 16usize);
                             0usize + ((__pf / 16usize) % 16usize) * 1usize
                           }) as i32,
                         ),
@@ -1197,11 +1180,8 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols1 {
-                              (__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize
-                            } else {
-                              __f0 + 2usize
-                            });
+                            let __pf: usize = ((__f0 % 16usize + 2usize) * 16usize
+                              + __f0 / 16usize);
                             0usize + ((__pf / 16usize) % 16usize) * 1usize
                           }) as i32,
                         ),
@@ -1219,11 +1199,8 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols1 {
-                              (__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize
-                            } else {
-                              __f0 + 3usize
-                            });
+                            let __pf: usize = ((__f0 % 16usize + 3usize) * 16usize
+                              + __f0 / 16usize);
                             0usize + ((__pf / 16usize) % 16usize) * 1usize
                           }) as i32,
                         ),
@@ -1241,11 +1218,8 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols1 {
-                              (__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize
-                            } else {
-                              __f0 + 4usize
-                            });
+                            let __pf: usize = ((__f0 % 16usize + 4usize) * 16usize
+                              + __f0 / 16usize);
                             0usize + ((__pf / 16usize) % 16usize) * 1usize
                           }) as i32,
                         ),
@@ -1263,11 +1237,8 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols1 {
-                              (__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize
-                            } else {
-                              __f0 + 5usize
-                            });
+                            let __pf: usize = ((__f0 % 16usize + 5usize) * 16usize
+                              + __f0 / 16usize);
                             0usize + ((__pf / 16usize) % 16usize) * 1usize
                           }) as i32,
                         ),
@@ -1285,11 +1256,8 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols1 {
-                              (__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize
-                            } else {
-                              __f0 + 6usize
-                            });
+                            let __pf: usize = ((__f0 % 16usize + 6usize) * 16usize
+                              + __f0 / 16usize);
                             0usize + ((__pf / 16usize) % 16usize) * 1usize
                           }) as i32,
                         ),
@@ -1307,11 +1275,8 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols1 {
-                              (__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize
-                            } else {
-                              __f0 + 7usize
-                            });
+                            let __pf: usize = ((__f0 % 16usize + 7usize) * 16usize
+                              + __f0 / 16usize);
                             0usize + ((__pf / 16usize) % 16usize) * 1usize
                           }) as i32,
                         ),
@@ -1325,8 +1290,113 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                         ),
                       ),
                     ))
-                } else {
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                + __f0 / 16usize);
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                      + __f0 / 16usize);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_N,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                        + __f0 / 16usize);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+              } else {
+                {
+                  let __c: usize = 0usize * 32usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[0usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 16usize;
+                        __r * 16usize
+                          + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -1343,97 +1413,85 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                         ),
                       ),
                     ),
-                  )
-                }) {
-                  ::kernel_std::__private::device::cp_async_16(
-                    ::kernel_std::__private::device::smem_addr() + __so as u32,
-                    __g as *const u8,
-                  );
-                } else {
-                  let __sp = __smem.add(__so)
-                    as *mut ::kernel_std::__private::device::F16;
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                    8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols1 {
-                              (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
-                            } else {
-                              __f0 + __i
-                            });
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
                     );
-                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (if __cols1 {
-                                    (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
-                                  } else {
-                                    __f0 + __i
-                                  });
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_N,
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
+                              __p_N,
                             ),
-                            __p_N,
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
+                            ),
                           ),
                         ),
-                      ),
-                      __off1,
-                    );
-                    ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      if __m {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      },
-                    );
-                    __i += 1;
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
                   }
                 }
               }
@@ -1671,21 +1729,21 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                     }) + __sf % 8
                   })) * 2;
                 if {
-                  let __x0 = (0i32)
+                  let __x3 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     );
-                  let __x1 = (0i32)
+                  let __x4 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 7usize);
                         0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     );
-                  let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_6,
@@ -1695,12 +1753,12 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x1,
-                    __x0,
+                    __x4,
+                    __x3,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x1,
-                      __c2,
+                      __x4,
+                      __c5,
                     )
                 } && (__g as usize) % 16 == 0
                   && (__inb0
@@ -1819,228 +1877,339 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
             {
               let __off1: i64 = b_ptrs_4_off + __it * __st4;
               let __dst: usize = 512usize + __buf * 1024usize;
-              {
-                let __c: usize = 0usize * 32usize + __tid;
-                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                  __c * 8,
-                );
-                let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  {
-                    let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      __pb1[0usize],
-                    );
-                    if __pb1[0usize]
-                      != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+              if __cols1 {
+                {
+                  let __c: usize = 0usize * 32usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                     {
-                      __b
-                    } else {
-                      (__b as *mut u8).wrapping_add(1)
-                        as *mut ::kernel_std::__private::device::F16
-                    }
-                  },
-                  __off1,
-                );
-                let __so: usize = __dst
-                  + ((if __cols1 {
-                    ({
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      );
+                      if __pb1[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
                       let __sf: usize = __f0;
                       ({
                         let __r: usize = __sf / 16usize;
                         __r * 16usize
                           + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                       }) + __sf % 8
-                    })
+                    })) * 2;
+                  if (true
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = ((__f0 % 16usize + 0usize) * 16usize
+                              + __f0 / 16usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      ),
+                    )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = ((__f0 % 16usize + 1usize) * 16usize
+                              + __f0 / 16usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      ),
+                    )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = ((__f0 % 16usize + 2usize) * 16usize
+                              + __f0 / 16usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      ),
+                    )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = ((__f0 % 16usize + 3usize) * 16usize
+                              + __f0 / 16usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      ),
+                    )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = ((__f0 % 16usize + 4usize) * 16usize
+                              + __f0 / 16usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      ),
+                    )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = ((__f0 % 16usize + 5usize) * 16usize
+                              + __f0 / 16usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      ),
+                    )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = ((__f0 % 16usize + 6usize) * 16usize
+                              + __f0 / 16usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      ),
+                    )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = ((__f0 % 16usize + 7usize) * 16usize
+                              + __f0 / 16usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      ),
+                    )) && (__g as usize) % 16 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
                   } else {
-                    ({
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                + __f0 / 16usize);
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                      + __f0 / 16usize);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_N,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                        + __f0 / 16usize);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+              } else {
+                {
+                  let __c: usize = 0usize * 32usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      );
+                      if __pb1[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
                       let __sf: usize = __f0;
                       ({
                         let __r: usize = __sf / 16usize;
                         __r * 16usize
                           + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                       }) + __sf % 8
-                    })
-                  })) * 2;
-                if (if __cols1 {
-                  (true
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols1 {
-                              (__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize
-                            } else {
-                              __f0 + 0usize
-                            });
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      ),
-                    )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols1 {
-                              (__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize
-                            } else {
-                              __f0 + 1usize
-                            });
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      ),
-                    )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols1 {
-                              (__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize
-                            } else {
-                              __f0 + 2usize
-                            });
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      ),
-                    )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols1 {
-                              (__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize
-                            } else {
-                              __f0 + 3usize
-                            });
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      ),
-                    )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols1 {
-                              (__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize
-                            } else {
-                              __f0 + 4usize
-                            });
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      ),
-                    )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols1 {
-                              (__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize
-                            } else {
-                              __f0 + 5usize
-                            });
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      ),
-                    )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols1 {
-                              (__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize
-                            } else {
-                              __f0 + 6usize
-                            });
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      ),
-                    )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols1 {
-                              (__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize
-                            } else {
-                              __f0 + 7usize
-                            });
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      ),
-                    ))
-                } else {
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -2057,129 +2226,117 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                         ),
                       ),
                     ),
-                  )
-                }) && (__g as usize) % 16 == 0
-                  && (__inb1
-                    || ::kernel_std::__private::device::fits(
-                      __g,
-                      ::kernel_std::__private::device::opaque_usize(
-                        __p_b_ptr as usize,
-                      ) as *mut _,
-                      __len_b_ptr,
-                      8usize,
-                    ))
-                {
-                  ::kernel_std::__private::device::cp_async_16(
-                    ::kernel_std::__private::device::smem_addr() + __so as u32,
-                    __g as *const u8,
-                  );
-                } else {
-                  let __sp = __smem.add(__so)
-                    as *mut ::kernel_std::__private::device::F16;
-                  let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                    8,
-                  );
-                  let mut __i: usize = 0;
-                  while __i < __ne {
-                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols1 {
-                              (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
-                            } else {
-                              __f0 + __i
-                            });
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      ),
+                  ) && (__g as usize) % 16 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
                     );
-                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (if __cols1 {
-                                    (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
-                                  } else {
-                                    __f0 + __i
-                                  });
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            __p_N,
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 16usize + __i) * 16usize + __f0 / 16usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
+                              __p_N,
                             ),
-                            __p_N,
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
+                            ),
                           ),
                         ),
-                      ),
-                      __off1,
-                    );
-                    let __k: bool = __m
-                      && ::kernel_std::__private::device::fits(
-                        __a,
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
                         __p_b_ptr,
                         __len_b_ptr,
-                        1,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
                       );
-                    if __m && !__k && __badp.is_null() {
-                      __badp = __a;
                     }
-                    ::kernel_std::__private::device::store(
-                      __sp.add(__i),
-                      if __k {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      },
-                    );
-                    __i += 1;
-                  }
-                  if !__badp.is_null() {
-                    ::kernel_std::__private::device::report_fault_at(
-                      __badp,
-                      __p_b_ptr,
-                      __len_b_ptr,
-                      __fault,
-                      __tag,
-                      1u32,
-                      ::core::line!(),
-                    );
                   }
                 }
               }

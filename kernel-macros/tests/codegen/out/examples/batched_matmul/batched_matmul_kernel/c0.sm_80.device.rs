@@ -7568,21 +7568,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x0 = (0i32)
+                    let __x3 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x4 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -7592,12 +7592,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x4,
+                      __x3,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x4,
+                        __c5,
                       )
                   } && (__g as usize) % 16 == 0
                     && (__inb0
@@ -7747,21 +7747,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x0 = (0i32)
+                    let __x3 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x4 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -7771,12 +7771,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x4,
+                      __x3,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x4,
+                        __c5,
                       )
                   } && (__g as usize) % 16 == 0
                     && (__inb0
@@ -7926,21 +7926,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x0 = (0i32)
+                    let __x3 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x4 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -7950,12 +7950,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x4,
+                      __x3,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x4,
+                        __c5,
                       )
                   } && (__g as usize) % 16 == 0
                     && (__inb0
@@ -8105,21 +8105,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x0 = (0i32)
+                    let __x3 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x4 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -8129,12 +8129,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x4,
+                      __x3,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x4,
+                        __c5,
                       )
                   } && (__g as usize) % 16 == 0
                     && (__inb0
@@ -9631,21 +9631,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x0 = (0i32)
+                    let __x3 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x4 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -9655,12 +9655,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x4,
+                      __x3,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x4,
+                        __c5,
                       )
                   } && (__g as usize) % 16 == 0
                     && (__inb0
@@ -9810,21 +9810,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x0 = (0i32)
+                    let __x3 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x4 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -9834,12 +9834,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x4,
+                      __x3,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x4,
+                        __c5,
                       )
                   } && (__g as usize) % 16 == 0
                     && (__inb0
@@ -9989,21 +9989,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x0 = (0i32)
+                    let __x3 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x4 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -10013,12 +10013,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x4,
+                      __x3,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x4,
+                        __c5,
                       )
                   } && (__g as usize) % 16 == 0
                     && (__inb0
@@ -10168,21 +10168,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x0 = (0i32)
+                    let __x3 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x4 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -10192,12 +10192,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x4,
+                      __x3,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x4,
+                        __c5,
                       )
                   } && (__g as usize) % 16 == 0
                     && (__inb0
@@ -11905,173 +11905,6 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __p_M,
               )
                 && {
-                  let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_9,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 0usize
-                            + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 1usize) % 256usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_9,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 0usize
-                            + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
-                          0usize + ((__pf / 1usize) % 256usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __c5 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x4,
-                    __x3,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x4,
-                      __c5,
-                    )
-                })
-          }
-          && {
-            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
-                            + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 256usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      256i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
-                          + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 1usize) % 256usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
-                            + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
-                          0usize + ((__pf / 256usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      256i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
-                          + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
-                        0usize + ((__pf / 1usize) % 256usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
-              .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 126usize
-              && (__pa as usize) % 16usize == 0
-              && ::kernel_std::__private::device::fits(
-                __pa,
-                __p_c_ptr,
-                __len_c_ptr,
-                64usize,
-              )
-              && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
-                          + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 256usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              )
-                && {
                   let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
@@ -12082,7 +11915,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 0usize
                             + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 1usize) % 256usize) * 1usize
@@ -12099,7 +11932,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 0usize
                             + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
                           0usize + ((__pf / 1usize) % 256usize) * 1usize
@@ -12133,7 +11966,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                             + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 256usize) % 128usize) * 1usize
@@ -12154,7 +11987,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                           + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 1usize) % 256usize) * 1usize
@@ -12178,7 +12011,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                             + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
                           0usize + ((__pf / 256usize) % 128usize) * 1usize
@@ -12199,7 +12032,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                           + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
                         0usize + ((__pf / 1usize) % 256usize) * 1usize
@@ -12229,7 +12062,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                           + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 256usize) % 128usize) * 1usize
@@ -12249,7 +12082,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                             + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 1usize) % 256usize) * 1usize
@@ -12266,7 +12099,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                             + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
                           0usize + ((__pf / 1usize) % 256usize) * 1usize
@@ -12300,7 +12133,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                             + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 256usize) % 128usize) * 1usize
@@ -12321,7 +12154,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                           + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 1usize) % 256usize) * 1usize
@@ -12345,7 +12178,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                             + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
                           0usize + ((__pf / 256usize) % 128usize) * 1usize
@@ -12366,7 +12199,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                           + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
                         0usize + ((__pf / 1usize) % 256usize) * 1usize
@@ -12396,7 +12229,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                           + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 256usize) % 128usize) * 1usize
@@ -12416,7 +12249,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                             + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 1usize) % 256usize) * 1usize
@@ -12433,7 +12266,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                             + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
                           0usize + ((__pf / 1usize) % 256usize) * 1usize
@@ -12467,7 +12300,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                             + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 256usize) % 128usize) * 1usize
@@ -12488,7 +12321,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                           + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 1usize) % 256usize) * 1usize
@@ -12512,7 +12345,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                             + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
                           0usize + ((__pf / 256usize) % 128usize) * 1usize
@@ -12533,7 +12366,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                           + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
                         0usize + ((__pf / 1usize) % 256usize) * 1usize
@@ -12563,7 +12396,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                           + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 256usize) % 128usize) * 1usize
@@ -12583,7 +12416,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                             + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 1usize) % 256usize) * 1usize
@@ -12600,7 +12433,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                             + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
                           0usize + ((__pf / 1usize) % 256usize) * 1usize
@@ -12634,7 +12467,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                             + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 256usize) % 128usize) * 1usize
@@ -12655,7 +12488,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                           + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 1usize) % 256usize) * 1usize
@@ -12679,7 +12512,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                             + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
                           0usize + ((__pf / 256usize) % 128usize) * 1usize
@@ -12700,7 +12533,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                           + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
                         0usize + ((__pf / 1usize) % 256usize) * 1usize
@@ -12730,7 +12563,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                           + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 256usize) % 128usize) * 1usize
@@ -12750,7 +12583,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                             + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 1usize) % 256usize) * 1usize
@@ -12767,7 +12600,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                             + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
                           0usize + ((__pf / 1usize) % 256usize) * 1usize
@@ -12801,6 +12634,173 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                            + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 256usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_9,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      256i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                          + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 1usize) % 256usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            );
+            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                c_base_12,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                            + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
+                          0usize + ((__pf / 256usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_9,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      256i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                          + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
+                        0usize + ((__pf / 1usize) % 256usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            );
+            ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
+              .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+              && (__pz as usize).wrapping_sub(__pa as usize) == 126usize
+              && (__pa as usize) % 16usize == 0
+              && ::kernel_std::__private::device::fits(
+                __pa,
+                __p_c_ptr,
+                __len_c_ptr,
+                64usize,
+              )
+              && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                          + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 256usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              )
+                && {
+                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        256i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                            + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 1usize) % 256usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        256i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                            + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
+                          0usize + ((__pf / 1usize) % 256usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c23 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x22,
+                    __x21,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x22,
+                      __c23,
+                    )
+                })
+          }
+          && {
+            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                c_base_12,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
                           let __pf: usize = ((((__warp / 4usize) * 64usize + 48usize
                             + __lane / 4) * 256usize + (__warp % 4usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
@@ -12907,7 +12907,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __p_M,
               )
                 && {
-                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -12924,7 +12924,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         }) as i32,
                       ),
                   );
-                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -12941,14 +12941,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         }) as i32,
                       ),
                   );
-                  let __c23 = __p_N;
+                  let __c26 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x22,
-                    __x21,
+                    __x25,
+                    __x24,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x22,
-                      __c23,
+                      __x25,
+                      __c26,
                     )
                 })
           }
@@ -13074,7 +13074,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __p_M,
               )
                 && {
-                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -13091,7 +13091,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         }) as i32,
                       ),
                   );
-                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -13108,14 +13108,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         }) as i32,
                       ),
                   );
-                  let __c26 = __p_N;
+                  let __c29 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x25,
-                    __x24,
+                    __x28,
+                    __x27,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x25,
-                      __c26,
+                      __x28,
+                      __c29,
                     )
                 })
           },

@@ -303,9 +303,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -320,9 +320,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -344,9 +344,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -361,9 +361,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -385,9 +385,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -402,9 +402,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -426,9 +426,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -443,9 +443,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -467,9 +467,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -484,9 +484,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -508,9 +508,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -525,9 +525,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -549,9 +549,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -566,9 +566,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -590,9 +590,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -607,9 +607,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -705,9 +705,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -722,9 +722,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -746,9 +746,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -763,9 +763,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -787,9 +787,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -804,9 +804,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -828,9 +828,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -845,9 +845,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -869,9 +869,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -886,9 +886,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -910,9 +910,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -927,9 +927,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -951,9 +951,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -968,9 +968,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -992,9 +992,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -1009,9 +1009,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1107,9 +1107,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -1124,9 +1124,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1148,9 +1148,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -1165,9 +1165,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1189,9 +1189,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -1206,9 +1206,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1230,9 +1230,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -1247,9 +1247,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1271,9 +1271,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -1288,9 +1288,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1312,9 +1312,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -1329,9 +1329,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1353,9 +1353,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -1370,9 +1370,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1394,9 +1394,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -1411,9 +1411,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1509,9 +1509,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -1526,9 +1526,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1550,9 +1550,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -1567,9 +1567,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 1usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1591,9 +1591,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -1608,9 +1608,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 2usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1632,9 +1632,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -1649,9 +1649,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 3usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1673,9 +1673,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -1690,9 +1690,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 4usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1714,9 +1714,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -1731,9 +1731,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 5usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1755,9 +1755,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -1772,9 +1772,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 6usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1796,9 +1796,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                        ((__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 64usize) % 128usize) * 1usize
                     }) as i32,
@@ -1813,9 +1813,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize
+                    ((__f0 % 128usize + 7usize) * 64usize + __f0 / 128usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -2052,9 +2052,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -2074,9 +2074,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -2093,9 +2093,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -2115,9 +2115,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -2134,9 +2134,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -2156,9 +2156,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -2175,9 +2175,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -2197,9 +2197,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -2216,9 +2216,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -2238,9 +2238,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -2257,9 +2257,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -2279,9 +2279,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -2298,9 +2298,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -2320,9 +2320,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -2339,9 +2339,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -2361,9 +2361,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -2454,9 +2454,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -2476,9 +2476,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -2495,9 +2495,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -2517,9 +2517,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -2536,9 +2536,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -2558,9 +2558,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -2577,9 +2577,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -2599,9 +2599,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -2618,9 +2618,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -2640,9 +2640,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -2659,9 +2659,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -2681,9 +2681,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -2700,9 +2700,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -2722,9 +2722,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -2741,9 +2741,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -2763,9 +2763,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -2856,9 +2856,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -2878,9 +2878,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -2897,9 +2897,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -2919,9 +2919,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -2938,9 +2938,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -2960,9 +2960,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -2979,9 +2979,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -3001,9 +3001,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -3020,9 +3020,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -3042,9 +3042,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -3061,9 +3061,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -3083,9 +3083,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -3102,9 +3102,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -3124,9 +3124,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -3143,9 +3143,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -3165,9 +3165,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -3258,9 +3258,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -3280,9 +3280,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -3299,9 +3299,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -3321,9 +3321,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -3340,9 +3340,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -3362,9 +3362,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -3381,9 +3381,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -3403,9 +3403,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -3422,9 +3422,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -3444,9 +3444,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -3463,9 +3463,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -3485,9 +3485,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -3504,9 +3504,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -3526,9 +3526,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -3545,9 +3545,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                    ((__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 128usize) % 64usize) * 1usize
                 }) as i32,
@@ -3567,9 +3567,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
+                        ((__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 1usize) % 128usize) * 1usize
                     }) as i32,
@@ -3712,21 +3712,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               {
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 32768usize;
-                {
-                  let __c: usize = 0usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      a_base_10,
-                      __pb0[0usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                if __cols0 {
+                  {
+                    let __c: usize = 0usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 128usize;
@@ -3734,27 +3734,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
                               * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 128usize + 0usize) * 64usize
+                              + __f0 / 128usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -3767,152 +3753,107 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                  + __f0 / 128usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                            + __f0 / 128usize);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                        + __f0 / 128usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      a_base_10,
-                      __pb0[1usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                  {
+                    let __c: usize = 1usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[1usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 128usize;
@@ -3920,27 +3861,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
                               * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 128usize + 0usize) * 64usize
+                              + __f0 / 128usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -3953,152 +3880,107 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                  + __f0 / 128usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                            + __f0 / 128usize);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                        + __f0 / 128usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 2usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      a_base_10,
-                      __pb0[2usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                  {
+                    let __c: usize = 2usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[2usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 128usize;
@@ -4106,27 +3988,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
                               * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 128usize + 0usize) * 64usize
+                              + __f0 / 128usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -4139,152 +4007,107 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                  + __f0 / 128usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                            + __f0 / 128usize);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                        + __f0 / 128usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 3usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      a_base_10,
-                      __pb0[3usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                  {
+                    let __c: usize = 3usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[3usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 128usize;
@@ -4292,27 +4115,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
                               * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 128usize + 0usize) * 64usize
+                              + __f0 / 128usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -4325,9 +4134,116 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                  + __f0 / 128usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                            + __f0 / 128usize);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                        + __f0 / 128usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
                       let __x0 = (0i32)
                         .wrapping_add(
                           ({
@@ -4359,100 +4275,499 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           __x1,
                           __c2,
                         )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[1usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
-                        __off0,
                       );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      __i += 1;
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[2usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[3usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -4460,50 +4775,35 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               {
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 16384usize + __buf * 32768usize;
-                {
-                  let __c: usize = 0usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      b_base_11,
-                      __pb1[0usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                if __cols1 {
+                  {
+                    let __c: usize = 0usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4521,11 +4821,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4543,11 +4840,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4565,11 +4859,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4587,11 +4878,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4609,11 +4897,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4631,11 +4916,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4653,11 +4935,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4671,165 +4950,121 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      b_base_11,
-                      __pb1[1usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                  {
+                    let __c: usize = 1usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4847,11 +5082,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4869,11 +5101,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4891,11 +5120,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4913,11 +5139,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4935,11 +5158,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4957,11 +5177,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4979,11 +5196,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4997,165 +5211,121 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 2usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      b_base_11,
-                      __pb1[2usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                  {
+                    let __c: usize = 2usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[2usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5173,11 +5343,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5195,11 +5362,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5217,11 +5381,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5239,11 +5400,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5261,11 +5419,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5283,11 +5438,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5305,11 +5457,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5323,165 +5472,121 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 3usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      b_base_11,
-                      __pb1[3usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                  {
+                    let __c: usize = 3usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[3usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5499,11 +5604,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5521,11 +5623,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5543,11 +5642,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5565,11 +5661,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5587,11 +5680,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5609,11 +5699,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5631,11 +5718,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5649,8 +5733,117 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -5667,100 +5860,457 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
                         ),
-                        __off1,
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
                       );
-                      __i += 1;
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[2usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[3usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -5787,21 +6337,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               {
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 32768usize;
-                {
-                  let __c: usize = 0usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      a_base_10,
-                      __pb0[0usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                if __cols0 {
+                  {
+                    let __c: usize = 0usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 128usize;
@@ -5809,27 +6359,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
                               * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 128usize + 0usize) * 64usize
+                              + __f0 / 128usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -5842,152 +6378,107 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                  + __f0 / 128usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                            + __f0 / 128usize);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                        + __f0 / 128usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      a_base_10,
-                      __pb0[1usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                  {
+                    let __c: usize = 1usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[1usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 128usize;
@@ -5995,27 +6486,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
                               * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 128usize + 0usize) * 64usize
+                              + __f0 / 128usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -6028,152 +6505,107 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                  + __f0 / 128usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                            + __f0 / 128usize);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                        + __f0 / 128usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 2usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      a_base_10,
-                      __pb0[2usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                  {
+                    let __c: usize = 2usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[2usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 128usize;
@@ -6181,27 +6613,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
                               * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 128usize + 0usize) * 64usize
+                              + __f0 / 128usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -6214,152 +6632,107 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                  + __f0 / 128usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                            + __f0 / 128usize);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                        + __f0 / 128usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 3usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      a_base_10,
-                      __pb0[3usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                  {
+                    let __c: usize = 3usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[3usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 128usize;
@@ -6367,27 +6740,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
                               * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 128usize + 0usize) * 64usize
+                              + __f0 / 128usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -6400,9 +6759,116 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                  + __f0 / 128usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                            + __f0 / 128usize);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                        + __f0 / 128usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
                       let __x0 = (0i32)
                         .wrapping_add(
                           ({
@@ -6434,100 +6900,499 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           __x1,
                           __c2,
                         )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[1usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
-                        __off0,
                       );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      __i += 1;
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[2usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[3usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -6535,50 +7400,35 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               {
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 16384usize + __buf * 32768usize;
-                {
-                  let __c: usize = 0usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      b_base_11,
-                      __pb1[0usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                if __cols1 {
+                  {
+                    let __c: usize = 0usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6596,11 +7446,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6618,11 +7465,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6640,11 +7484,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6662,11 +7503,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6684,11 +7522,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6706,11 +7541,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6728,11 +7560,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6746,165 +7575,121 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      b_base_11,
-                      __pb1[1usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                  {
+                    let __c: usize = 1usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6922,11 +7707,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6944,11 +7726,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6966,11 +7745,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6988,11 +7764,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7010,11 +7783,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7032,11 +7802,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7054,11 +7821,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7072,165 +7836,121 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 2usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      b_base_11,
-                      __pb1[2usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                  {
+                    let __c: usize = 2usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[2usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7248,11 +7968,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7270,11 +7987,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7292,11 +8006,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7314,11 +8025,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7336,11 +8044,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7358,11 +8063,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7380,11 +8082,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7398,165 +8097,121 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 3usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      b_base_11,
-                      __pb1[3usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                  {
+                    let __c: usize = 3usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[3usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7574,11 +8229,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7596,11 +8248,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7618,11 +8267,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7640,11 +8286,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7662,11 +8305,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7684,11 +8324,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7706,11 +8343,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 128usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7724,8 +8358,117 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -7742,100 +8485,457 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
                         ),
-                        __off1,
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
                       );
-                      __i += 1;
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[2usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[3usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -8268,31 +9368,31 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               {
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 32768usize;
-                {
-                  let __c: usize = 0usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        a_base_10,
-                        __pb0[0usize],
-                      );
-                      if __pb0[0usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                if __cols0 {
+                  {
+                    let __c: usize = 0usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 128usize;
@@ -8300,27 +9400,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
                               * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 128usize + 0usize) * 64usize
+                              + __f0 / 128usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -8333,194 +9419,149 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                  + __f0 / 128usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                            + __f0 / 128usize);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                        + __f0 / 128usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        a_base_10,
-                        __pb0[1usize],
-                      );
-                      if __pb0[1usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 1usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[1usize],
+                        );
+                        if __pb0[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 128usize;
@@ -8528,27 +9569,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
                               * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 128usize + 0usize) * 64usize
+                              + __f0 / 128usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -8561,194 +9588,149 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                  + __f0 / 128usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                            + __f0 / 128usize);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                        + __f0 / 128usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 2usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        a_base_10,
-                        __pb0[2usize],
-                      );
-                      if __pb0[2usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 2usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[2usize],
+                        );
+                        if __pb0[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 128usize;
@@ -8756,27 +9738,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
                               * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 128usize + 0usize) * 64usize
+                              + __f0 / 128usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -8789,194 +9757,149 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                  + __f0 / 128usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                            + __f0 / 128usize);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                        + __f0 / 128usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 3usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        a_base_10,
-                        __pb0[3usize],
-                      );
-                      if __pb0[3usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 3usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[3usize],
+                        );
+                        if __pb0[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 128usize;
@@ -8984,27 +9907,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
                               * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 128usize + 0usize) * 64usize
+                              + __f0 / 128usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -9017,24 +9926,173 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                  + __f0 / 128usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                            + __f0 / 128usize);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                        + __f0 / 128usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x1 = (0i32)
+                      let __x4 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_19,
@@ -9044,139 +10102,664 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x4,
+                        __x3,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x4,
+                          __c5,
                         )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
                     }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
+                  }
+                  {
+                    let __c: usize = 1usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[1usize],
+                        );
+                        if __pb0[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
                       );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[2usize],
+                        );
+                        if __pb0[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[3usize],
+                        );
+                        if __pb0[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
                     }
                   }
                 }
@@ -9184,1144 +10767,1240 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               {
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 16384usize + __buf * 32768usize;
-                {
-                  let __c: usize = 0usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        b_base_11,
-                        __pb1[0usize],
-                      );
-                      if __pb1[0usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                if __cols1 {
+                  {
+                    let __c: usize = 0usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
                     } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        b_base_11,
-                        __pb1[1usize],
-                      );
-                      if __pb1[1usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 1usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
                     } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 2usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        b_base_11,
-                        __pb1[2usize],
-                      );
-                      if __pb1[2usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 2usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[2usize],
+                        );
+                        if __pb1[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
                     } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 3usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        b_base_11,
-                        __pb1[3usize],
-                      );
-                      if __pb1[3usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 3usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[3usize],
+                        );
+                        if __pb1[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
                     } else {
-                      ({
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 128usize;
@@ -10329,188 +12008,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
                               * 8)
                         }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -10527,132 +12026,615 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
                     }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
+                  }
+                  {
+                    let __c: usize = 1usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[2usize],
+                        );
+                        if __pb1[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[3usize],
+                        );
+                        if __pb1[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
                     }
                   }
                 }
@@ -10679,31 +12661,31 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               {
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 32768usize;
-                {
-                  let __c: usize = 0usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        a_base_10,
-                        __pb0[0usize],
-                      );
-                      if __pb0[0usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                if __cols0 {
+                  {
+                    let __c: usize = 0usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 128usize;
@@ -10711,27 +12693,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
                               * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 128usize + 0usize) * 64usize
+                              + __f0 / 128usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -10744,194 +12712,149 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                  + __f0 / 128usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                            + __f0 / 128usize);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                        + __f0 / 128usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        a_base_10,
-                        __pb0[1usize],
-                      );
-                      if __pb0[1usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 1usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[1usize],
+                        );
+                        if __pb0[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 128usize;
@@ -10939,27 +12862,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
                               * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 128usize + 0usize) * 64usize
+                              + __f0 / 128usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -10972,194 +12881,149 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                  + __f0 / 128usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                            + __f0 / 128usize);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                        + __f0 / 128usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 2usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        a_base_10,
-                        __pb0[2usize],
-                      );
-                      if __pb0[2usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 2usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[2usize],
+                        );
+                        if __pb0[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 128usize;
@@ -11167,27 +13031,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
                               * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 128usize + 0usize) * 64usize
+                              + __f0 / 128usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -11200,194 +13050,149 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                  + __f0 / 128usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                            + __f0 / 128usize);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                        + __f0 / 128usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 3usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        a_base_10,
-                        __pb0[3usize],
-                      );
-                      if __pb0[3usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 3usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[3usize],
+                        );
+                        if __pb0[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 128usize;
@@ -11395,27 +13200,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
                               * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 128usize + 0usize) * 64usize + __f0 / 128usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 128usize + 0usize) * 64usize
+                              + __f0 / 128usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -11428,24 +13219,173 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                  + __f0 / 128usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                            + __f0 / 128usize);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 128usize + __i) * 64usize
+                                        + __f0 / 128usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x1 = (0i32)
+                      let __x4 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_19,
@@ -11455,139 +13395,664 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x4,
+                        __x3,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x4,
+                          __c5,
                         )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 128usize + __i) * 64usize + __f0 / 128usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
                     }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
+                  }
+                  {
+                    let __c: usize = 1usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[1usize],
+                        );
+                        if __pb0[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
                       );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[2usize],
+                        );
+                        if __pb0[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[3usize],
+                        );
+                        if __pb0[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
                     }
                   }
                 }
@@ -11595,1144 +14060,1240 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
               {
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 16384usize + __buf * 32768usize;
-                {
-                  let __c: usize = 0usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        b_base_11,
-                        __pb1[0usize],
-                      );
-                      if __pb1[0usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                if __cols1 {
+                  {
+                    let __c: usize = 0usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
                     } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        b_base_11,
-                        __pb1[1usize],
-                      );
-                      if __pb1[1usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 1usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
                     } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 2usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        b_base_11,
-                        __pb1[2usize],
-                      );
-                      if __pb1[2usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 2usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[2usize],
+                        );
+                        if __pb1[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
                     } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 3usize * 256usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        b_base_11,
-                        __pb1[3usize],
-                      );
-                      if __pb1[3usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 3usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[3usize],
+                        );
+                        if __pb1[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 128usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
                     } else {
-                      ({
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 128usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 128usize;
@@ -12740,188 +15301,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
                               * 8)
                         }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -12938,132 +15319,615 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           ),
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 128usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
                     }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
+                  }
+                  {
+                    let __c: usize = 1usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[2usize],
+                        );
+                        if __pb1[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 256usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[3usize],
+                        );
+                        if __pb1[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 128usize;
+                          __r * 128usize
+                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        128i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
                     }
                   }
                 }
@@ -13645,173 +16509,6 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_9,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 0usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_9,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 0usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __c5 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x4,
-                    __x3,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x4,
-                      __c5,
-                    )
-                })
-          }
-          && {
-            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
-                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
-                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
-              .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
-              && (__pa as usize) % 16usize == 0
-              && ::kernel_std::__private::device::fits(
-                __pa,
-                __p_c_ptr,
-                __len_c_ptr,
-                32usize,
-              )
-              && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
-                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              )
-                && {
                   let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
@@ -13822,7 +16519,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 0usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -13839,7 +16536,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 0usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -13873,7 +16570,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 128usize) % 128usize) * 1usize
@@ -13894,7 +16591,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -13918,7 +16615,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 128usize) % 128usize) * 1usize
@@ -13939,7 +16636,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                         0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -13969,7 +16666,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 128usize) % 128usize) * 1usize
@@ -13989,7 +16686,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -14006,7 +16703,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -14040,7 +16737,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 128usize) % 128usize) * 1usize
@@ -14061,7 +16758,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -14085,7 +16782,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 128usize) % 128usize) * 1usize
@@ -14106,7 +16803,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                         0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -14136,7 +16833,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 128usize) % 128usize) * 1usize
@@ -14156,7 +16853,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -14173,7 +16870,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -14207,7 +16904,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 128usize) % 128usize) * 1usize
@@ -14228,7 +16925,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -14252,7 +16949,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 128usize) % 128usize) * 1usize
@@ -14273,7 +16970,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                         0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -14303,7 +17000,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 128usize) % 128usize) * 1usize
@@ -14323,7 +17020,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -14340,7 +17037,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -14374,7 +17071,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 128usize) % 128usize) * 1usize
@@ -14395,7 +17092,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -14419,7 +17116,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 128usize) % 128usize) * 1usize
@@ -14440,7 +17137,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                         0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -14470,7 +17167,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 128usize) % 128usize) * 1usize
@@ -14490,7 +17187,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -14507,7 +17204,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -14541,6 +17238,173 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_9,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            );
+            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                c_base_12,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_9,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            );
+            ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
+              .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
+              && (__pa as usize) % 16usize == 0
+              && ::kernel_std::__private::device::fits(
+                __pa,
+                __p_c_ptr,
+                __len_c_ptr,
+                32usize,
+              )
+              && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              )
+                && {
+                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c23 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x22,
+                    __x21,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x22,
+                      __c23,
+                    )
+                })
+          }
+          && {
+            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                c_base_12,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
                           let __pf: usize = ((((__warp / 4usize) * 64usize + 48usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
@@ -14647,7 +17511,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -14664,7 +17528,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -14681,14 +17545,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c23 = __p_N;
+                  let __c26 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x22,
-                    __x21,
+                    __x25,
+                    __x24,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x22,
-                      __c23,
+                      __x25,
+                      __c26,
                     )
                 })
           }
@@ -14814,7 +17678,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -14831,7 +17695,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -14848,14 +17712,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c26 = __p_N;
+                  let __c29 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x25,
-                    __x24,
+                    __x28,
+                    __x27,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x25,
-                      __c26,
+                      __x28,
+                      __c29,
                     )
                 })
           },

@@ -303,9 +303,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -320,9 +320,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -344,9 +344,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -361,9 +361,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -385,9 +385,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -402,9 +402,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -426,9 +426,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -443,9 +443,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -467,9 +467,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -484,9 +484,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -508,9 +508,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -525,9 +525,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -549,9 +549,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -566,9 +566,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -590,9 +590,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -607,9 +607,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -705,9 +705,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -722,9 +722,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -746,9 +746,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -763,9 +763,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -787,9 +787,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -804,9 +804,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -828,9 +828,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -845,9 +845,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -869,9 +869,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -886,9 +886,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -910,9 +910,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -927,9 +927,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -951,9 +951,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -968,9 +968,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -992,9 +992,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -1009,9 +1009,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1107,9 +1107,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -1124,9 +1124,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1148,9 +1148,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -1165,9 +1165,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1189,9 +1189,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -1206,9 +1206,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1230,9 +1230,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -1247,9 +1247,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1271,9 +1271,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -1288,9 +1288,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1312,9 +1312,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -1329,9 +1329,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1353,9 +1353,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -1370,9 +1370,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1394,9 +1394,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -1411,9 +1411,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1509,9 +1509,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -1526,9 +1526,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1550,9 +1550,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -1567,9 +1567,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1591,9 +1591,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -1608,9 +1608,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1632,9 +1632,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -1649,9 +1649,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1673,9 +1673,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -1690,9 +1690,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1714,9 +1714,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -1731,9 +1731,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1755,9 +1755,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -1772,9 +1772,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -1796,9 +1796,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
@@ -1813,9 +1813,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 1usize) % 64usize) * 1usize
                 }) as i32,
@@ -2052,9 +2052,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -2074,9 +2074,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2093,9 +2093,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -2115,9 +2115,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2134,9 +2134,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -2156,9 +2156,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2175,9 +2175,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -2197,9 +2197,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2216,9 +2216,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -2238,9 +2238,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2257,9 +2257,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -2279,9 +2279,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2298,9 +2298,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -2320,9 +2320,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2339,9 +2339,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -2361,9 +2361,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2454,9 +2454,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -2476,9 +2476,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2495,9 +2495,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -2517,9 +2517,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2536,9 +2536,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -2558,9 +2558,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2577,9 +2577,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -2599,9 +2599,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2618,9 +2618,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -2640,9 +2640,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2659,9 +2659,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -2681,9 +2681,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2700,9 +2700,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -2722,9 +2722,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2741,9 +2741,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -2763,9 +2763,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2856,9 +2856,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -2878,9 +2878,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2897,9 +2897,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -2919,9 +2919,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2938,9 +2938,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -2960,9 +2960,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2979,9 +2979,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -3001,9 +3001,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -3020,9 +3020,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -3042,9 +3042,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -3061,9 +3061,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -3083,9 +3083,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -3102,9 +3102,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -3124,9 +3124,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -3143,9 +3143,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -3165,9 +3165,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -3258,9 +3258,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -3280,9 +3280,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -3299,9 +3299,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -3321,9 +3321,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -3340,9 +3340,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -3362,9 +3362,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -3381,9 +3381,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -3403,9 +3403,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -3422,9 +3422,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -3444,9 +3444,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -3463,9 +3463,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -3485,9 +3485,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -3504,9 +3504,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -3526,9 +3526,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -3545,9 +3545,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                    ((__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 64usize) % 64usize) * 1usize
                 }) as i32,
@@ -3567,9 +3567,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
+                        ((__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -3711,48 +3711,34 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               {
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 16384usize;
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      a_base_10,
-                      __pb0[0usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                if __cols0 {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -3765,179 +3751,120 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      a_base_10,
-                      __pb0[1usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[1usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -3950,179 +3877,120 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 2usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      a_base_10,
-                      __pb0[2usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[2usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -4135,179 +4003,120 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 3usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      a_base_10,
-                      __pb0[3usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[3usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -4320,9 +4129,116 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
                       let __x0 = (0i32)
                         .wrapping_add(
                           ({
@@ -4354,100 +4270,499 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           __x1,
                           __c2,
                         )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[1usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
-                        __off0,
                       );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      __i += 1;
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[2usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[3usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -4455,49 +4770,35 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               {
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 8192usize + __buf * 16384usize;
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      b_base_11,
-                      __pb1[0usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                if __cols1 {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4515,11 +4816,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4537,11 +4835,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4559,11 +4854,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4581,11 +4873,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4603,11 +4892,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4625,11 +4911,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4647,11 +4930,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4665,164 +4945,121 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      b_base_11,
-                      __pb1[1usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4840,11 +5077,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4862,11 +5096,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4884,11 +5115,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4906,11 +5134,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4928,11 +5153,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4950,11 +5172,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4972,11 +5191,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4990,164 +5206,121 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 2usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      b_base_11,
-                      __pb1[2usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[2usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5165,11 +5338,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5187,11 +5357,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5209,11 +5376,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5231,11 +5395,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5253,11 +5414,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5275,11 +5433,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5297,11 +5452,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5315,164 +5467,121 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 3usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      b_base_11,
-                      __pb1[3usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[3usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5490,11 +5599,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5512,11 +5618,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5534,11 +5637,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5556,11 +5656,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5578,11 +5675,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5600,11 +5694,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5622,11 +5713,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5640,8 +5728,116 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -5658,100 +5854,454 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
                         ),
-                        __off1,
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
                       );
-                      __i += 1;
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[2usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[3usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -5778,48 +6328,34 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               {
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 16384usize;
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      a_base_10,
-                      __pb0[0usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                if __cols0 {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -5832,179 +6368,120 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      a_base_10,
-                      __pb0[1usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[1usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -6017,179 +6494,120 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 2usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      a_base_10,
-                      __pb0[2usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[2usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -6202,179 +6620,120 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 3usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      a_base_10,
-                      __pb0[3usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[3usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -6387,9 +6746,116 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
                       let __x0 = (0i32)
                         .wrapping_add(
                           ({
@@ -6421,100 +6887,499 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           __x1,
                           __c2,
                         )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[1usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
-                        __off0,
                       );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      __i += 1;
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[2usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        __pb0[3usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -6522,49 +7387,35 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               {
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 8192usize + __buf * 16384usize;
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      b_base_11,
-                      __pb1[0usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                if __cols1 {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6582,11 +7433,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6604,11 +7452,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6626,11 +7471,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6648,11 +7490,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6670,11 +7509,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6692,11 +7528,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6714,11 +7547,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6732,164 +7562,121 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      b_base_11,
-                      __pb1[1usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6907,11 +7694,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6929,11 +7713,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6951,11 +7732,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6973,11 +7751,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6995,11 +7770,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7017,11 +7789,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7039,11 +7808,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7057,164 +7823,121 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 2usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      b_base_11,
-                      __pb1[2usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[2usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7232,11 +7955,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7254,11 +7974,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7276,11 +7993,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7298,11 +8012,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7320,11 +8031,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7342,11 +8050,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7364,11 +8069,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7382,164 +8084,121 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 3usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      b_base_11,
-                      __pb1[3usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[3usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7557,11 +8216,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7579,11 +8235,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7601,11 +8254,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7623,11 +8273,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7645,11 +8292,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7667,11 +8311,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7689,11 +8330,8 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -7707,8 +8345,116 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -7725,100 +8471,454 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
                         ),
-                        __off1,
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
                       );
-                      __i += 1;
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[2usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        __pb1[3usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -8251,58 +9351,44 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               {
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 16384usize;
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        a_base_10,
-                        __pb0[0usize],
-                      );
-                      if __pb0[0usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                if __cols0 {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -8315,221 +9401,162 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        a_base_10,
-                        __pb0[1usize],
-                      );
-                      if __pb0[1usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[1usize],
+                        );
+                        if __pb0[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -8542,221 +9569,162 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 2usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        a_base_10,
-                        __pb0[2usize],
-                      );
-                      if __pb0[2usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[2usize],
+                        );
+                        if __pb0[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -8769,221 +9737,162 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 3usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        a_base_10,
-                        __pb0[3usize],
-                      );
-                      if __pb0[3usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[3usize],
+                        );
+                        if __pb0[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -8996,24 +9905,173 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x1 = (0i32)
+                      let __x4 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_19,
@@ -9023,139 +10081,664 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x4,
+                        __x3,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x4,
+                          __c5,
                         )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
                     }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[1usize],
+                        );
+                        if __pb0[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
                       );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[2usize],
+                        );
+                        if __pb0[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[3usize],
+                        );
+                        if __pb0[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
                     }
                   }
                 }
@@ -9163,278 +10746,45 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               {
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 8192usize + __buf * 16384usize;
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        b_base_11,
-                        __pb1[0usize],
-                      );
-                      if __pb1[0usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                      {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
+                if __cols1 {
                   {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
                     );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -9447,361 +10797,296 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             ),
                           ),
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
                           ),
                         ),
-                        __off1,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        b_base_11,
-                        __pb1[1usize],
-                      );
-                      if __pb1[1usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                      {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
                   {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
                     );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -9814,361 +11099,296 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             ),
                           ),
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
                           ),
                         ),
-                        __off1,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 2usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        b_base_11,
-                        __pb1[2usize],
-                      );
-                      if __pb1[2usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                      {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
                   {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
                     );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[2usize],
+                        );
+                        if __pb1[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -10181,311 +11401,593 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             ),
                           ),
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
                           ),
                         ),
-                        __off1,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 3usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        b_base_11,
-                        __pb1[3usize],
-                      );
-                      if __pb1[3usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[3usize],
+                        );
+                        if __pb1[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
                     } else {
-                      ({
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -10502,132 +12004,612 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
                     }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[2usize],
+                        );
+                        if __pb1[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[3usize],
+                        );
+                        if __pb1[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
                     }
                   }
                 }
@@ -10654,58 +12636,44 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               {
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 16384usize;
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        a_base_10,
-                        __pb0[0usize],
-                      );
-                      if __pb0[0usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                if __cols0 {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -10718,221 +12686,162 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        a_base_10,
-                        __pb0[1usize],
-                      );
-                      if __pb0[1usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[1usize],
+                        );
+                        if __pb0[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -10945,221 +12854,162 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 2usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        a_base_10,
-                        __pb0[2usize],
-                      );
-                      if __pb0[2usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[2usize],
+                        );
+                        if __pb0[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -11172,221 +13022,162 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 3usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        a_base_10,
-                        __pb0[3usize],
-                      );
-                      if __pb0[3usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[3usize],
+                        );
+                        if __pb0[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -11399,24 +13190,173 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x1 = (0i32)
+                      let __x4 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_19,
@@ -11426,139 +13366,664 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x4,
+                        __x3,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x4,
+                          __c5,
                         )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
                     }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[1usize],
+                        );
+                        if __pb0[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
                       );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[2usize],
+                        );
+                        if __pb0[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[3usize],
+                        );
+                        if __pb0[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
                     }
                   }
                 }
@@ -11566,278 +14031,45 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               {
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 8192usize + __buf * 16384usize;
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        b_base_11,
-                        __pb1[0usize],
-                      );
-                      if __pb1[0usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                      {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
+                if __cols1 {
                   {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
                     );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -11850,361 +14082,296 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             ),
                           ),
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
                           ),
                         ),
-                        __off1,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        b_base_11,
-                        __pb1[1usize],
-                      );
-                      if __pb1[1usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                      {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
                   {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
                     );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -12217,361 +14384,296 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             ),
                           ),
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
                           ),
                         ),
-                        __off1,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 2usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        b_base_11,
-                        __pb1[2usize],
-                      );
-                      if __pb1[2usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                      {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
                   {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
                     );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[2usize],
+                        );
+                        if __pb1[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -12584,311 +14686,593 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             ),
                           ),
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
                           ),
                         ),
-                        __off1,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 3usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        b_base_11,
-                        __pb1[3usize],
-                      );
-                      if __pb1[3usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[3usize],
+                        );
+                        if __pb1[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 1usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 2usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 3usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 4usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 5usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 6usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 64usize + 7usize) * 64usize
+                                + __f0 / 64usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
                     } else {
-                      ({
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 64usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 0usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 1usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 2usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 3usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 4usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 5usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 6usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + 7usize) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -12905,132 +15289,612 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 64usize + __i) * 64usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
                     }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[2usize],
+                        );
+                        if __pb1[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[3usize],
+                        );
+                        if __pb1[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
                     }
                   }
                 }
@@ -13612,173 +16476,6 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 __p_M,
               )
                 && {
-                  let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_9,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 2usize) * 32usize + 0usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_9,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 2usize) * 32usize + 0usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __c5 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x4,
-                    __x3,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x4,
-                      __c5,
-                    )
-                })
-          }
-          && {
-            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 2usize) * 32usize + 8usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 2usize) * 32usize + 8usize
-                          + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 2usize) * 32usize + 8usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 2usize) * 32usize + 8usize
-                          + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
-              .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
-              && (__pa as usize) % 16usize == 0
-              && ::kernel_std::__private::device::fits(
-                __pa,
-                __p_c_ptr,
-                __len_c_ptr,
-                32usize,
-              )
-              && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 2usize) * 32usize + 8usize
-                          + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              )
-                && {
                   let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
@@ -13789,7 +16486,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 2usize) * 32usize + 8usize
+                          let __pf: usize = ((((__warp / 2usize) * 32usize + 0usize
                             + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
@@ -13806,7 +16503,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 2usize) * 32usize + 8usize
+                          let __pf: usize = ((((__warp / 2usize) * 32usize + 0usize
                             + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
@@ -13840,6 +16537,173 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     (0i32)
                       .wrapping_add(
                         ({
+                          let __pf: usize = ((((__warp / 2usize) * 32usize + 8usize
+                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_9,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((((__warp / 2usize) * 32usize + 8usize
+                          + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            );
+            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                c_base_12,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 2usize) * 32usize + 8usize
+                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_9,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((((__warp / 2usize) * 32usize + 8usize
+                          + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            );
+            ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
+              .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
+              && (__pa as usize) % 16usize == 0
+              && ::kernel_std::__private::device::fits(
+                __pa,
+                __p_c_ptr,
+                __len_c_ptr,
+                32usize,
+              )
+              && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((((__warp / 2usize) * 32usize + 8usize
+                          + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              )
+                && {
+                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 2usize) * 32usize + 8usize
+                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 2usize) * 32usize + 8usize
+                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c11 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x10,
+                    __x9,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x10,
+                      __c11,
+                    )
+                })
+          }
+          && {
+            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                c_base_12,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
                           let __pf: usize = ((((__warp / 2usize) * 32usize + 16usize
                             + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
@@ -13946,7 +16810,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 __p_M,
               )
                 && {
-                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -13963,7 +16827,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -13980,14 +16844,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __c11 = __p_N;
+                  let __c14 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x10,
-                    __x9,
+                    __x13,
+                    __x12,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x10,
-                      __c11,
+                      __x13,
+                      __c14,
                     )
                 })
           }
@@ -14113,7 +16977,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 __p_M,
               )
                 && {
-                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -14130,7 +16994,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -14147,14 +17011,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __c14 = __p_N;
+                  let __c17 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x13,
-                    __x12,
+                    __x16,
+                    __x15,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
+                      __x16,
+                      __c17,
                     )
                 })
           },

@@ -7418,21 +7418,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x6 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7442,12 +7442,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x13,
+                            __c14,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -7597,21 +7597,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x6 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7621,12 +7621,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x13,
+                            __c14,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -7776,21 +7776,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x6 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7800,12 +7800,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x13,
+                            __c14,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -7955,21 +7955,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x6 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -7979,12 +7979,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x13,
+                            __c14,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -8850,21 +8850,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x6 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -8874,12 +8874,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x13,
+                            __c14,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -9029,21 +9029,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x6 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -9053,12 +9053,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x13,
+                            __c14,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -9208,21 +9208,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x6 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -9232,12 +9232,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x13,
+                            __c14,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -9387,21 +9387,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x6 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_19,
@@ -9411,12 +9411,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x13,
+                            __c14,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -14637,7 +14637,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 __p_M,
               )
                 && {
-                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -14655,7 +14655,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -14673,14 +14673,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __c14 = __p_N;
+                  let __c17 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x13,
-                    __x12,
+                    __x16,
+                    __x15,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
+                      __x16,
+                      __c17,
                     )
                 })
           }
@@ -14811,7 +14811,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 __p_M,
               )
                 && {
-                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -14829,7 +14829,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -14847,14 +14847,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __c17 = __p_N;
+                  let __c20 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x16,
-                    __x15,
+                    __x19,
+                    __x18,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x16,
-                      __c17,
+                      __x19,
+                      __c20,
                     )
                 })
           },

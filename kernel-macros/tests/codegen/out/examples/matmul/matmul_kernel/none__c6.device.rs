@@ -285,9 +285,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -302,9 +302,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -326,9 +326,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -343,9 +343,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -367,9 +367,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -384,9 +384,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -408,9 +408,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -425,9 +425,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -449,9 +449,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -466,9 +466,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -490,9 +490,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -507,9 +507,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -531,9 +531,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -548,9 +548,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -572,9 +572,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -589,9 +589,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -687,9 +687,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -704,9 +704,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -728,9 +728,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -745,9 +745,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -769,9 +769,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -786,9 +786,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -810,9 +810,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -827,9 +827,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -851,9 +851,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -868,9 +868,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -892,9 +892,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -909,9 +909,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -933,9 +933,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -950,9 +950,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -974,9 +974,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -991,9 +991,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -1089,9 +1089,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -1106,9 +1106,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -1130,9 +1130,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -1147,9 +1147,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -1171,9 +1171,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -1188,9 +1188,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -1212,9 +1212,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -1229,9 +1229,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -1253,9 +1253,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -1270,9 +1270,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -1294,9 +1294,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -1311,9 +1311,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -1335,9 +1335,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -1352,9 +1352,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -1376,9 +1376,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -1393,9 +1393,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -1491,9 +1491,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -1508,9 +1508,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -1532,9 +1532,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -1549,9 +1549,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -1573,9 +1573,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -1590,9 +1590,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -1614,9 +1614,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -1631,9 +1631,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -1655,9 +1655,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -1672,9 +1672,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -1696,9 +1696,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -1713,9 +1713,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -1737,9 +1737,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -1754,9 +1754,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -1778,9 +1778,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -1795,9 +1795,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols0 {
-                    (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                    ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
@@ -2031,9 +2031,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
+                    ((__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
@@ -2053,9 +2053,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
+                        ((__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
@@ -2072,9 +2072,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
+                    ((__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
@@ -2094,9 +2094,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
+                        ((__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
@@ -2113,9 +2113,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
+                    ((__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
@@ -2135,9 +2135,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
+                        ((__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
@@ -2154,9 +2154,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
+                    ((__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
@@ -2176,9 +2176,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
+                        ((__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
@@ -2195,9 +2195,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
+                    ((__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
@@ -2217,9 +2217,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
+                        ((__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
@@ -2236,9 +2236,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
+                    ((__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
@@ -2258,9 +2258,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
+                        ((__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
@@ -2277,9 +2277,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
+                    ((__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
@@ -2299,9 +2299,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
+                        ((__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
@@ -2318,9 +2318,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
+                    ((__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
@@ -2340,9 +2340,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
+                        ((__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
@@ -2433,9 +2433,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
+                    ((__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize)
                   } else {
-                    __f0 + 0usize
+                    (__f0 + 0usize)
                   });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
@@ -2455,9 +2455,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
+                        ((__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
@@ -2474,9 +2474,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
+                    ((__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize)
                   } else {
-                    __f0 + 1usize
+                    (__f0 + 1usize)
                   });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
@@ -2496,9 +2496,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
+                        ((__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
@@ -2515,9 +2515,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
+                    ((__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize)
                   } else {
-                    __f0 + 2usize
+                    (__f0 + 2usize)
                   });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
@@ -2537,9 +2537,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
+                        ((__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
@@ -2556,9 +2556,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
+                    ((__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize)
                   } else {
-                    __f0 + 3usize
+                    (__f0 + 3usize)
                   });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
@@ -2578,9 +2578,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
+                        ((__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
@@ -2597,9 +2597,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
+                    ((__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize)
                   } else {
-                    __f0 + 4usize
+                    (__f0 + 4usize)
                   });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
@@ -2619,9 +2619,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
+                        ((__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
@@ -2638,9 +2638,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
+                    ((__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize)
                   } else {
-                    __f0 + 5usize
+                    (__f0 + 5usize)
                   });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
@@ -2660,9 +2660,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
+                        ((__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
@@ -2679,9 +2679,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
+                    ((__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize)
                   } else {
-                    __f0 + 6usize
+                    (__f0 + 6usize)
                   });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
@@ -2701,9 +2701,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
+                        ((__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
@@ -2720,9 +2720,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               .wrapping_add(
                 ({
                   let __pf: usize = (if __cols1 {
-                    (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
+                    ((__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize)
                   } else {
-                    __f0 + 7usize
+                    (__f0 + 7usize)
                   });
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
@@ -2742,9 +2742,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
+                        ((__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
@@ -2883,48 +2883,34 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               {
                 let __off0: i64 = a_ptrs_12_off + __it * __st12;
                 let __dst: usize = 0usize + __buf * 6144usize;
-                {
-                  let __c: usize = 0usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      __pb0[0usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                if __cols0 {
+                  {
+                    let __c: usize = 0usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -2937,179 +2923,120 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      __pb0[1usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                  {
+                    let __c: usize = 1usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[1usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -3122,179 +3049,120 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 2usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      __pb0[2usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                  {
+                    let __c: usize = 2usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[2usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -3307,179 +3175,120 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 3usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      __pb0[3usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                  {
+                    let __c: usize = 3usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[3usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -3492,9 +3301,116 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
                       let __x0 = (0i32)
                         .wrapping_add(
                           ({
@@ -3526,100 +3442,499 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __x1,
                           __c2,
                         )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[1usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
-                        __off0,
                       );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      __i += 1;
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[2usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[3usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -3627,49 +3942,35 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               {
                 let __off1: i64 = b_ptrs_13_off + __it * __st13;
                 let __dst: usize = 4096usize + __buf * 6144usize;
-                {
-                  let __c: usize = 0usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      __pb1[0usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                if __cols1 {
+                  {
+                    let __c: usize = 0usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 32usize;
                           __r * 32usize
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 0usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -3687,11 +3988,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 1usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -3709,11 +4007,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 2usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -3731,11 +4026,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 3usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -3753,11 +4045,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 4usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -3775,11 +4064,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 5usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -3797,11 +4083,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 6usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -3819,11 +4102,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 7usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -3837,164 +4117,121 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                        + __f0 / 32usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      __pb1[1usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                  {
+                    let __c: usize = 1usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 32usize;
                           __r * 32usize
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 0usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -4012,11 +4249,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 1usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -4034,11 +4268,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 2usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -4056,11 +4287,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 3usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -4078,11 +4306,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 4usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -4100,11 +4325,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 5usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -4122,11 +4344,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 6usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -4144,11 +4363,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 7usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -4162,8 +4378,116 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                        + __f0 / 32usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -4180,100 +4504,210 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
                         ),
-                        __off1,
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
                       );
-                      __i += 1;
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -4300,48 +4734,34 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               {
                 let __off0: i64 = a_ptrs_12_off + __it * __st12;
                 let __dst: usize = 0usize + __buf * 6144usize;
-                {
-                  let __c: usize = 0usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      __pb0[0usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                if __cols0 {
+                  {
+                    let __c: usize = 0usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -4354,179 +4774,120 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      __pb0[1usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                  {
+                    let __c: usize = 1usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[1usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -4539,179 +4900,120 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 2usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      __pb0[2usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                  {
+                    let __c: usize = 2usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[2usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -4724,179 +5026,120 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 3usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      __pb0[3usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                  {
+                    let __c: usize = 3usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[3usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -4909,9 +5152,116 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
                       let __x0 = (0i32)
                         .wrapping_add(
                           ({
@@ -4943,100 +5293,499 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __x1,
                           __c2,
                         )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[1usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
-                        __off0,
                       );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      __i += 1;
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[2usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[3usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -5044,49 +5793,35 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               {
                 let __off1: i64 = b_ptrs_13_off + __it * __st13;
                 let __dst: usize = 4096usize + __buf * 6144usize;
-                {
-                  let __c: usize = 0usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      __pb1[0usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                if __cols1 {
+                  {
+                    let __c: usize = 0usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 32usize;
                           __r * 32usize
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 0usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5104,11 +5839,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 1usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5126,11 +5858,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 2usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5148,11 +5877,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 3usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5170,11 +5896,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 4usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5192,11 +5915,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 5usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5214,11 +5934,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 6usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5236,11 +5953,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 7usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5254,164 +5968,121 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                        + __f0 / 32usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      __pb1[1usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                  {
+                    let __c: usize = 1usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 32usize;
                           __r * 32usize
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 0usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5429,11 +6100,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 1usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 1usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5451,11 +6119,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 2usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 2usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5473,11 +6138,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 3usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 3usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5495,11 +6157,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 4usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 4usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5517,11 +6176,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 5usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 5usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5539,11 +6195,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 6usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 6usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5561,11 +6214,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 7usize
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 7usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5579,8 +6229,116 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                        + __f0 / 32usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -5597,100 +6355,210 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
                         ),
-                        __off1,
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
                       );
-                      __i += 1;
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -6123,58 +6991,44 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               {
                 let __off0: i64 = a_ptrs_12_off + __it * __st12;
                 let __dst: usize = 0usize + __buf * 6144usize;
-                {
-                  let __c: usize = 0usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[0usize],
-                      );
-                      if __pb0[0usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                if __cols0 {
+                  {
+                    let __c: usize = 0usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -6187,221 +7041,162 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[1usize],
-                      );
-                      if __pb0[1usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 1usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[1usize],
+                        );
+                        if __pb0[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -6414,221 +7209,162 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 2usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[2usize],
-                      );
-                      if __pb0[2usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 2usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[2usize],
+                        );
+                        if __pb0[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -6641,221 +7377,162 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 3usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[3usize],
-                      );
-                      if __pb0[3usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 3usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[3usize],
+                        );
+                        if __pb0[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -6868,24 +7545,173 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __x1 = (0i32)
+                      let __x4 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -6895,139 +7721,664 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x4,
+                        __x3,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x4,
+                          __c5,
                         )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
                     }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
+                  }
+                  {
+                    let __c: usize = 1usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[1usize],
+                        );
+                        if __pb0[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
                       );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[2usize],
+                        );
+                        if __pb0[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[3usize],
+                        );
+                        if __pb0[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
                     }
                   }
                 }
@@ -7035,278 +8386,45 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               {
                 let __off1: i64 = b_ptrs_13_off + __it * __st13;
                 let __dst: usize = 4096usize + __buf * 6144usize;
-                {
-                  let __c: usize = 0usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[0usize],
-                      );
-                      if __pb1[0usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                      {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
+                if __cols1 {
                   {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
+                    let __c: usize = 0usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
                     );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 0usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -7319,311 +8437,593 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             ),
                           ),
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 1usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
                             ),
                           ),
                         ),
-                        __off1,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 2usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 3usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 4usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 5usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 6usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 7usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                        + __f0 / 32usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[1usize],
-                      );
-                      if __pb1[1usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 1usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 32usize;
                           __r * 32usize
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
-                      })
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 0usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 1usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 2usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 3usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 4usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 5usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 6usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 7usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
                     } else {
-                      ({
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                        + __f0 / 32usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 32usize;
                           __r * 32usize
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -7640,132 +9040,284 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
                     }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
+                  }
+                  {
+                    let __c: usize = 1usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
                     }
                   }
                 }
@@ -7792,58 +9344,44 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               {
                 let __off0: i64 = a_ptrs_12_off + __it * __st12;
                 let __dst: usize = 0usize + __buf * 6144usize;
-                {
-                  let __c: usize = 0usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[0usize],
-                      );
-                      if __pb0[0usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                if __cols0 {
+                  {
+                    let __c: usize = 0usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -7856,221 +9394,162 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[1usize],
-                      );
-                      if __pb0[1usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 1usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[1usize],
+                        );
+                        if __pb0[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -8083,221 +9562,162 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 2usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[2usize],
-                      );
-                      if __pb0[2usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 2usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[2usize],
+                        );
+                        if __pb0[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -8310,221 +9730,162 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 3usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[3usize],
-                      );
-                      if __pb0[3usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 3usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[3usize],
+                        );
+                        if __pb0[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (if __cols0 {
-                              (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                            } else {
-                              __f0 + 0usize
-                            });
+                            let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                              + __f0 / 64usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
@@ -8537,24 +9898,173 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = (0i32)
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                        + __f0 / 64usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __x1 = (0i32)
+                      let __x4 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -8564,139 +10074,664 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x4,
+                        __x3,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x4,
+                          __c5,
                         )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols0 {
-                                      (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
                     }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
+                  }
+                  {
+                    let __c: usize = 1usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[1usize],
+                        );
+                        if __pb0[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
                       );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[2usize],
+                        );
+                        if __pb0[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[3usize],
+                        );
+                        if __pb0[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_7,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
                     }
                   }
                 }
@@ -8704,278 +10739,45 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               {
                 let __off1: i64 = b_ptrs_13_off + __it * __st13;
                 let __dst: usize = 4096usize + __buf * 6144usize;
-                {
-                  let __c: usize = 0usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[0usize],
-                      );
-                      if __pb1[0usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                      {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
+                if __cols1 {
                   {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
+                    let __c: usize = 0usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
                     );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + __i
-                              });
+                              let __pf: usize = ((__f0 % 32usize + 0usize) * 32usize
+                                + __f0 / 32usize);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -8988,311 +10790,593 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             ),
                           ),
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 1usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
                             ),
                           ),
                         ),
-                        __off1,
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 2usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 3usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 4usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 5usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 6usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 7usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                        + __f0 / 32usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 64usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[1usize],
-                      );
-                      if __pb1[1usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 1usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 32usize;
                           __r * 32usize
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
-                      })
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 0usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 1usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 2usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 3usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 4usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 5usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 6usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__f0 % 32usize + 7usize) * 32usize
+                                + __f0 / 32usize);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
                     } else {
-                      ({
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                        + __f0 / 32usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 32usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 32usize;
                           __r * 32usize
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 0usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 1usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 2usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 3usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 4usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 5usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 6usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + 7usize
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -9309,132 +11393,284 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                              } else {
-                                __f0 + __i
-                              });
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (if __cols1 {
-                                      (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                                    } else {
-                                      __f0 + __i
-                                    });
-                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 32usize + __i) * 32usize + __f0 / 32usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_bn,
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
                     }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
+                  }
+                  {
+                    let __c: usize = 1usize * 64usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                      ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_15,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
                     }
                   }
                 }
@@ -10016,173 +12252,6 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 __p_M,
               )
                 && {
-                  let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 1usize) * 32usize + 0usize
-                            + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 1usize) * 32usize + 0usize
-                            + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __c5 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x4,
-                    __x3,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x4,
-                      __c5,
-                    )
-                })
-          }
-          && {
-            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
-                            + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
-                          + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
-                            + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
-                          + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
-              .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
-              && (__pa as usize) % 16usize == 0
-              && ::kernel_std::__private::device::fits(
-                __pa,
-                __p_c_ptr,
-                __len_c_ptr,
-                32usize,
-              )
-              && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
-                          + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              )
-                && {
                   let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
@@ -10193,7 +12262,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                          let __pf: usize = ((((__warp / 1usize) * 32usize + 0usize
                             + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 1usize) % 32usize) * 1usize
@@ -10210,7 +12279,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                          let __pf: usize = ((((__warp / 1usize) * 32usize + 0usize
                             + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 32usize) * 1usize
@@ -10244,6 +12313,173 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     (0i32)
                       .wrapping_add(
                         ({
+                          let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                            + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                          + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            );
+            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                            + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                          + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            );
+            ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
+              .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
+              && (__pa as usize) % 16usize == 0
+              && ::kernel_std::__private::device::fits(
+                __pa,
+                __p_c_ptr,
+                __len_c_ptr,
+                32usize,
+              )
+              && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                          + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              )
+                && {
+                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                            + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                            + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c11 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x10,
+                    __x9,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x10,
+                      __c11,
+                    )
+                })
+          }
+          && {
+            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
                           let __pf: usize = ((((__warp / 1usize) * 32usize + 16usize
                             + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
@@ -10350,7 +12586,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 __p_M,
               )
                 && {
-                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10367,7 +12603,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) as i32,
                       ),
                   );
-                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10384,14 +12620,14 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) as i32,
                       ),
                   );
-                  let __c11 = __p_N;
+                  let __c14 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x10,
-                    __x9,
+                    __x13,
+                    __x12,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x10,
-                      __c11,
+                      __x13,
+                      __c14,
                     )
                 })
           }
@@ -10517,7 +12753,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 __p_M,
               )
                 && {
-                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10534,7 +12770,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) as i32,
                       ),
                   );
-                  let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -10551,14 +12787,14 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) as i32,
                       ),
                   );
-                  let __c14 = __p_N;
+                  let __c17 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x13,
-                    __x12,
+                    __x16,
+                    __x15,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
+                      __x16,
+                      __c17,
                     )
                 })
           },

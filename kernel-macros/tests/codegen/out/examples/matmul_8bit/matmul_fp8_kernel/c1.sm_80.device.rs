@@ -7605,21 +7605,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x0 = (0i32)
+                    let __x3 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x4 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -7629,12 +7629,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x4,
+                      __x3,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x4,
+                        __c5,
                       )
                   } && (__g as usize) % 8 == 0
                     && (__inb0
@@ -7776,21 +7776,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x0 = (0i32)
+                    let __x3 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x4 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -7800,12 +7800,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x4,
+                      __x3,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x4,
+                        __c5,
                       )
                   } && (__g as usize) % 8 == 0
                     && (__inb0
@@ -7947,21 +7947,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x0 = (0i32)
+                    let __x3 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x4 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -7971,12 +7971,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x4,
+                      __x3,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x4,
+                        __c5,
                       )
                   } && (__g as usize) % 8 == 0
                     && (__inb0
@@ -8118,21 +8118,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x0 = (0i32)
+                    let __x3 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x4 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -8142,12 +8142,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x4,
+                      __x3,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x4,
+                        __c5,
                       )
                   } && (__g as usize) % 8 == 0
                     && (__inb0
@@ -9840,21 +9840,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x0 = (0i32)
+                    let __x3 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x4 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -9864,12 +9864,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x4,
+                      __x3,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x4,
+                        __c5,
                       )
                   } && (__g as usize) % 8 == 0
                     && (__inb0
@@ -10011,21 +10011,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x0 = (0i32)
+                    let __x3 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x4 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -10035,12 +10035,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x4,
+                      __x3,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x4,
+                        __c5,
                       )
                   } && (__g as usize) % 8 == 0
                     && (__inb0
@@ -10182,21 +10182,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x0 = (0i32)
+                    let __x3 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x4 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -10206,12 +10206,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x4,
+                      __x3,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x4,
+                        __c5,
                       )
                   } && (__g as usize) % 8 == 0
                     && (__inb0
@@ -10353,21 +10353,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x0 = (0i32)
+                    let __x3 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x4 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -10377,12 +10377,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x4,
+                      __x3,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x4,
+                        __c5,
                       )
                   } && (__g as usize) % 8 == 0
                     && (__inb0
@@ -12021,173 +12021,6 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 0usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 0usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __c5 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x4,
-                    __x3,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x4,
-                      __c5,
-                    )
-                })
-          }
-          && {
-            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
-                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
-                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
-              .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
-              && (__pa as usize) % 16usize == 0
-              && ::kernel_std::__private::device::fits(
-                __pa,
-                __p_c_ptr,
-                __len_c_ptr,
-                32usize,
-              )
-              && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
-                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              )
-                && {
                   let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
@@ -12198,7 +12031,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 0usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -12215,7 +12048,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 0usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -12249,7 +12082,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 128usize) % 64usize) * 1usize
@@ -12270,7 +12103,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -12294,7 +12127,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 128usize) % 64usize) * 1usize
@@ -12315,7 +12148,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                         0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -12345,7 +12178,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 128usize) % 64usize) * 1usize
@@ -12365,7 +12198,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -12382,7 +12215,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -12416,7 +12249,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 128usize) % 64usize) * 1usize
@@ -12437,7 +12270,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -12461,7 +12294,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 128usize) % 64usize) * 1usize
@@ -12482,7 +12315,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                         0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -12512,7 +12345,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 128usize) % 64usize) * 1usize
@@ -12532,7 +12365,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -12549,7 +12382,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -12583,7 +12416,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 128usize) % 64usize) * 1usize
@@ -12604,7 +12437,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -12628,7 +12461,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 128usize) % 64usize) * 1usize
@@ -12649,7 +12482,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                         0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -12679,7 +12512,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 128usize) % 64usize) * 1usize
@@ -12699,7 +12532,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -12716,7 +12549,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -12750,7 +12583,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 128usize) % 64usize) * 1usize
@@ -12771,7 +12604,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -12795,7 +12628,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 128usize) % 64usize) * 1usize
@@ -12816,7 +12649,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                         0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -12846,7 +12679,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                           + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 128usize) % 64usize) * 1usize
@@ -12866,7 +12699,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -12883,7 +12716,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -12917,6 +12750,173 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            );
+            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            );
+            ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
+              .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
+              && (__pa as usize) % 16usize == 0
+              && ::kernel_std::__private::device::fits(
+                __pa,
+                __p_c_ptr,
+                __len_c_ptr,
+                32usize,
+              )
+              && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              )
+                && {
+                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c23 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x22,
+                    __x21,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x22,
+                      __c23,
+                    )
+                })
+          }
+          && {
+            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
                           let __pf: usize = ((((__warp / 4usize) * 64usize + 48usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
@@ -13023,7 +13023,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -13040,7 +13040,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -13057,14 +13057,14 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c23 = __p_N;
+                  let __c26 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x22,
-                    __x21,
+                    __x25,
+                    __x24,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x22,
-                      __c23,
+                      __x25,
+                      __c26,
                     )
                 })
           }
@@ -13190,7 +13190,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -13207,7 +13207,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -13224,14 +13224,14 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c26 = __p_N;
+                  let __c29 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x25,
-                    __x24,
+                    __x28,
+                    __x27,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x25,
-                      __c26,
+                      __x28,
+                      __c29,
                     )
                 })
           },

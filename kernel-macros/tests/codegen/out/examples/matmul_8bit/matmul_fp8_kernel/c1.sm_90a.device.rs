@@ -7584,21 +7584,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x6 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -7608,12 +7608,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x10,
+                          __c11,
                         )
                     } && (__g as usize) % 8 == 0
                       && (__inb0
@@ -7755,21 +7755,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x6 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -7779,12 +7779,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x10,
+                          __c11,
                         )
                     } && (__g as usize) % 8 == 0
                       && (__inb0
@@ -7926,21 +7926,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x6 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -7950,12 +7950,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x10,
+                          __c11,
                         )
                     } && (__g as usize) % 8 == 0
                       && (__inb0
@@ -8097,21 +8097,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x6 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -8121,12 +8121,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x10,
+                          __c11,
                         )
                     } && (__g as usize) % 8 == 0
                       && (__inb0
@@ -9866,21 +9866,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x6 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -9890,12 +9890,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x10,
+                          __c11,
                         )
                     } && (__g as usize) % 8 == 0
                       && (__inb0
@@ -10037,21 +10037,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x6 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -10061,12 +10061,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x10,
+                          __c11,
                         )
                     } && (__g as usize) % 8 == 0
                       && (__inb0
@@ -10208,21 +10208,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x6 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -10232,12 +10232,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x10,
+                          __c11,
                         )
                     } && (__g as usize) % 8 == 0
                       && (__inb0
@@ -10379,21 +10379,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                     );
                     let __so: usize = __dst + (__c * 8);
                     if {
-                      let __x6 = (0i32)
+                      let __x9 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x10 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -10403,12 +10403,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x10,
+                        __x9,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x10,
+                          __c11,
                         )
                     } && (__g as usize) % 8 == 0
                       && (__inb0
@@ -11964,7 +11964,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -11982,7 +11982,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -12000,14 +12000,14 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c11 = __p_N;
+                  let __c14 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x10,
-                    __x9,
+                    __x13,
+                    __x12,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x10,
-                      __c11,
+                      __x13,
+                      __c14,
                     )
                 })
           }
@@ -12138,7 +12138,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -12156,7 +12156,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -12174,14 +12174,14 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c14 = __p_N;
+                  let __c17 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x13,
-                    __x12,
+                    __x16,
+                    __x15,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
+                      __x16,
+                      __c17,
                     )
                 })
           },

@@ -327,9 +327,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -351,9 +351,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols0 {
-                      (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                      ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
                     } else {
-                      __f0 + 0usize
+                      (__f0 + 0usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -376,9 +376,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -400,9 +400,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols0 {
-                      (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                      ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
                     } else {
-                      __f0 + 1usize
+                      (__f0 + 1usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -425,9 +425,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -449,9 +449,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols0 {
-                      (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                      ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
                     } else {
-                      __f0 + 2usize
+                      (__f0 + 2usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -474,9 +474,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -498,9 +498,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols0 {
-                      (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                      ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
                     } else {
-                      __f0 + 3usize
+                      (__f0 + 3usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -523,9 +523,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -547,9 +547,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols0 {
-                      (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                      ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
                     } else {
-                      __f0 + 4usize
+                      (__f0 + 4usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -572,9 +572,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -596,9 +596,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols0 {
-                      (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                      ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
                     } else {
-                      __f0 + 5usize
+                      (__f0 + 5usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -621,9 +621,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -645,9 +645,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols0 {
-                      (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                      ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
                     } else {
-                      __f0 + 6usize
+                      (__f0 + 6usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -670,9 +670,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -694,9 +694,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols0 {
-                      (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                      ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
                     } else {
-                      __f0 + 7usize
+                      (__f0 + 7usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -793,9 +793,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -817,9 +817,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols0 {
-                      (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
+                      ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
                     } else {
-                      __f0 + 0usize
+                      (__f0 + 0usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -842,9 +842,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -866,9 +866,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols0 {
-                      (__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize
+                      ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
                     } else {
-                      __f0 + 1usize
+                      (__f0 + 1usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -891,9 +891,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -915,9 +915,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols0 {
-                      (__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize
+                      ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
                     } else {
-                      __f0 + 2usize
+                      (__f0 + 2usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -940,9 +940,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -964,9 +964,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols0 {
-                      (__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize
+                      ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
                     } else {
-                      __f0 + 3usize
+                      (__f0 + 3usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -989,9 +989,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -1013,9 +1013,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols0 {
-                      (__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize
+                      ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
                     } else {
-                      __f0 + 4usize
+                      (__f0 + 4usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -1038,9 +1038,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -1062,9 +1062,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols0 {
-                      (__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize
+                      ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
                     } else {
-                      __f0 + 5usize
+                      (__f0 + 5usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -1087,9 +1087,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -1111,9 +1111,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols0 {
-                      (__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize
+                      ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
                     } else {
-                      __f0 + 6usize
+                      (__f0 + 6usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -1136,9 +1136,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols0 {
-                        (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                        ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
@@ -1160,9 +1160,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols0 {
-                      (__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize
+                      ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
                     } else {
-                      __f0 + 7usize
+                      (__f0 + 7usize)
                     });
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
@@ -1428,9 +1428,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
+                      ((__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize)
                     } else {
-                      __f0 + 0usize
+                      (__f0 + 0usize)
                     });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
@@ -1451,9 +1451,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
+                        ((__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -1477,9 +1477,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
+                      ((__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize)
                     } else {
-                      __f0 + 1usize
+                      (__f0 + 1usize)
                     });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
@@ -1500,9 +1500,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
+                        ((__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -1526,9 +1526,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
+                      ((__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize)
                     } else {
-                      __f0 + 2usize
+                      (__f0 + 2usize)
                     });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
@@ -1549,9 +1549,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
+                        ((__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -1575,9 +1575,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
+                      ((__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize)
                     } else {
-                      __f0 + 3usize
+                      (__f0 + 3usize)
                     });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
@@ -1598,9 +1598,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
+                        ((__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -1624,9 +1624,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
+                      ((__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize)
                     } else {
-                      __f0 + 4usize
+                      (__f0 + 4usize)
                     });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
@@ -1647,9 +1647,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
+                        ((__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -1673,9 +1673,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
+                      ((__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize)
                     } else {
-                      __f0 + 5usize
+                      (__f0 + 5usize)
                     });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
@@ -1696,9 +1696,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
+                        ((__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -1722,9 +1722,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
+                      ((__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize)
                     } else {
-                      __f0 + 6usize
+                      (__f0 + 6usize)
                     });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
@@ -1745,9 +1745,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
+                        ((__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -1771,9 +1771,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
+                      ((__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize)
                     } else {
-                      __f0 + 7usize
+                      (__f0 + 7usize)
                     });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
@@ -1794,9 +1794,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
+                        ((__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -1894,9 +1894,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
+                      ((__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize)
                     } else {
-                      __f0 + 0usize
+                      (__f0 + 0usize)
                     });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
@@ -1917,9 +1917,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
+                        ((__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize)
                       } else {
-                        __f0 + 0usize
+                        (__f0 + 0usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -1943,9 +1943,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
+                      ((__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize)
                     } else {
-                      __f0 + 1usize
+                      (__f0 + 1usize)
                     });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
@@ -1966,9 +1966,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
+                        ((__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize)
                       } else {
-                        __f0 + 1usize
+                        (__f0 + 1usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -1992,9 +1992,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
+                      ((__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize)
                     } else {
-                      __f0 + 2usize
+                      (__f0 + 2usize)
                     });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
@@ -2015,9 +2015,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
+                        ((__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize)
                       } else {
-                        __f0 + 2usize
+                        (__f0 + 2usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2041,9 +2041,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
+                      ((__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize)
                     } else {
-                      __f0 + 3usize
+                      (__f0 + 3usize)
                     });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
@@ -2064,9 +2064,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
+                        ((__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize)
                       } else {
-                        __f0 + 3usize
+                        (__f0 + 3usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2090,9 +2090,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
+                      ((__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize)
                     } else {
-                      __f0 + 4usize
+                      (__f0 + 4usize)
                     });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
@@ -2113,9 +2113,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
+                        ((__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize)
                       } else {
-                        __f0 + 4usize
+                        (__f0 + 4usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2139,9 +2139,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
+                      ((__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize)
                     } else {
-                      __f0 + 5usize
+                      (__f0 + 5usize)
                     });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
@@ -2162,9 +2162,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
+                        ((__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize)
                       } else {
-                        __f0 + 5usize
+                        (__f0 + 5usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2188,9 +2188,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
+                      ((__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize)
                     } else {
-                      __f0 + 6usize
+                      (__f0 + 6usize)
                     });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
@@ -2211,9 +2211,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
+                        ((__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize)
                       } else {
-                        __f0 + 6usize
+                        (__f0 + 6usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2237,9 +2237,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 .wrapping_add(
                   ({
                     let __pf: usize = (if __cols1 {
-                      (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
+                      ((__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize)
                     } else {
-                      __f0 + 7usize
+                      (__f0 + 7usize)
                     });
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
@@ -2260,9 +2260,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   .wrapping_add(
                     ({
                       let __pf: usize = (if __cols1 {
-                        (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
+                        ((__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize)
                       } else {
-                        __f0 + 7usize
+                        (__f0 + 7usize)
                       });
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
@@ -2401,40 +2401,29 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               {
                 let __off0: i64 = a_ptrs_14_off + __it * __st14;
                 let __dst: usize = 0usize + __buf * 8192usize;
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      __pb0[0usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                if __cols0 {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
@@ -2445,11 +2434,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -2466,209 +2452,134 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
-                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
                       );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols0 {
-                                  (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                } else {
-                                  __f0 + __i
-                                });
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
-                              split_k_2,
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                    + __f0 / 64usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
                             ),
                           ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_9,
+                                    pid_k_1,
                                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
+                                      32i64,
                                     ),
                                   ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                          + __f0 / 64usize);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
-                                __p_M,
+                                __p_stride_ak,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (if __cols0 {
-                                        (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      __pb0[1usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[1usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
@@ -2679,11 +2590,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -2700,9 +2608,135 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                    + __f0 / 64usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                          + __f0 / 64usize);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
                       let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
@@ -2753,119 +2787,282 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           __x1,
                           __c2,
                         )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols0 {
-                                  (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                } else {
-                                  __f0 + __i
-                                });
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
-                              split_k_2,
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
                             ),
                           ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_9,
+                                    pid_k_1,
                                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
+                                      32i64,
                                     ),
                                   ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
-                                __p_M,
+                                __p_stride_ak,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (if __cols0 {
-                                        (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_stride_ak,
                             ),
                           ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[1usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
-                        __off0,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
                       );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
+                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
                       );
-                      __i += 1;
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -2873,40 +3070,29 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               {
                 let __off1: i64 = b_ptrs_15_off + __it * __st15;
                 let __dst: usize = 4096usize + __buf * 8192usize;
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      __pb1[0usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                if __cols1 {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 32usize;
                           __r * 32usize
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -2918,11 +3104,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 0usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -2951,11 +3134,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 1usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -2984,11 +3164,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 2usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -3017,11 +3194,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 3usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -3050,11 +3224,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 4usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -3083,11 +3254,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 5usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -3116,11 +3284,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 6usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -3149,11 +3314,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 7usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -3171,185 +3333,134 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + __i
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
-                              split_k_2,
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
                             ),
                           ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (if __cols1 {
-                                        (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_10,
+                                    pid_k_1,
                                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
+                                      32i64,
                                     ),
                                   ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                          + __f0 / 32usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
-                                __p_N,
+                                __p_stride_bk,
                               ),
-                              __p_stride_bn,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      __pb1[1usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 32usize;
                           __r * 32usize
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -3361,11 +3472,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 0usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -3394,11 +3502,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 1usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -3427,11 +3532,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 2usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -3460,11 +3562,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 3usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -3493,11 +3592,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 4usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -3526,11 +3622,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 5usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -3559,11 +3652,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 6usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -3592,11 +3682,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 7usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -3614,8 +3701,135 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                          + __f0 / 32usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
@@ -3643,119 +3857,259 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         ),
                       ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + __i
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
-                              split_k_2,
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
                             ),
                           ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (if __cols1 {
-                                        (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_10,
+                                    pid_k_1,
                                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
+                                      32i64,
                                     ),
                                   ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
-                                __p_N,
+                                __p_stride_bk,
                               ),
-                              __p_stride_bn,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
                             ),
                           ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
-                        __off1,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
                       );
-                      __i += 1;
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -3782,40 +4136,29 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               {
                 let __off0: i64 = a_ptrs_14_off + __it * __st14;
                 let __dst: usize = 0usize + __buf * 8192usize;
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      __pb0[0usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                if __cols0 {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
@@ -3826,11 +4169,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -3847,209 +4187,134 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
-                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
                       );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols0 {
-                                  (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                } else {
-                                  __f0 + __i
-                                });
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
-                              split_k_2,
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                    + __f0 / 64usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
                             ),
                           ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_9,
+                                    pid_k_1,
                                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
+                                      32i64,
                                     ),
                                   ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                          + __f0 / 64usize);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
-                                __p_M,
+                                __p_stride_ak,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (if __cols0 {
-                                        (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      __pb0[1usize],
-                    ),
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[1usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
@@ -4060,11 +4325,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -4081,9 +4343,135 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         ),
                       ),
-                    )
-                  } else {
-                    {
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                    + __f0 / 64usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                          + __f0 / 64usize);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
                       let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
@@ -4134,119 +4522,282 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           __x1,
                           __c2,
                         )
-                    }
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols0 {
-                                  (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                } else {
-                                  __f0 + __i
-                                });
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
-                              split_k_2,
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
                             ),
                           ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_9,
+                                    pid_k_1,
                                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
+                                      32i64,
                                     ),
                                   ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
-                                __p_M,
+                                __p_stride_ak,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (if __cols0 {
-                                        (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_stride_ak,
                             ),
                           ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[1usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
-                        __off0,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
                       );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
+                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
                       );
-                      __i += 1;
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -4254,40 +4805,29 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               {
                 let __off1: i64 = b_ptrs_15_off + __it * __st15;
                 let __dst: usize = 4096usize + __buf * 8192usize;
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      __pb1[0usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                if __cols1 {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 32usize;
                           __r * 32usize
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -4299,11 +4839,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 0usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -4332,11 +4869,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 1usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -4365,11 +4899,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 2usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -4398,11 +4929,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 3usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -4431,11 +4959,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 4usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -4464,11 +4989,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 5usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -4497,11 +5019,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 6usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -4530,11 +5049,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 7usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -4552,185 +5068,134 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + __i
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
-                              split_k_2,
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
                             ),
                           ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (if __cols1 {
-                                        (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_10,
+                                    pid_k_1,
                                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
+                                      32i64,
                                     ),
                                   ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                          + __f0 / 32usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
-                                __p_N,
+                                __p_stride_bk,
                               ),
-                              __p_stride_bn,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      __pb1[1usize],
-                    ),
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 32usize;
                           __r * 32usize
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -4742,11 +5207,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 0usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -4775,11 +5237,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 1usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -4808,11 +5267,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 2usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -4841,11 +5297,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 3usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -4874,11 +5327,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 4usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -4907,11 +5357,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 5usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -4940,11 +5387,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 6usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -4973,11 +5417,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 7usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -4995,8 +5436,135 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         ),
                       ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                          + __f0 / 32usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
@@ -5024,119 +5592,259 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         ),
                       ),
-                    )
-                  }) {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + __i
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
-                              split_k_2,
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
                             ),
                           ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (if __cols1 {
-                                        (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_10,
+                                    pid_k_1,
                                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
+                                      32i64,
                                     ),
                                   ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
-                                __p_N,
+                                __p_stride_bk,
                               ),
-                              __p_stride_bn,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
                             ),
                           ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
                         ),
-                        __off1,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
                       );
-                      __i += 1;
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
                     }
                   }
                 }
@@ -5569,50 +6277,39 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               {
                 let __off0: i64 = a_ptrs_14_off + __it * __st14;
                 let __dst: usize = 0usize + __buf * 8192usize;
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[0usize],
-                      );
-                      if __pb0[0usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                if __cols0 {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
@@ -5623,11 +6320,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5644,251 +6338,176 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
                       );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols0 {
-                                  (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                } else {
-                                  __f0 + __i
-                                });
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
-                              split_k_2,
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                    + __f0 / 64usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
                             ),
                           ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_9,
+                                    pid_k_1,
                                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
+                                      32i64,
                                     ),
                                   ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                          + __f0 / 64usize);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
-                                __p_M,
+                                __p_stride_ak,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (if __cols0 {
-                                        (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[1usize],
-                      );
-                      if __pb0[1usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[1usize],
+                        );
+                        if __pb0[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
@@ -5899,11 +6518,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -5920,10 +6536,178 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                    + __f0 / 64usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                          + __f0 / 64usize);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5938,7 +6722,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             }) as i32,
                           ),
                       );
-                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5953,7 +6737,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             }) as i32,
                           ),
                       );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_17,
@@ -5966,158 +6750,363 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x4,
+                        __x3,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x4,
+                          __c5,
                         )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols0 {
-                                  (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                } else {
-                                  __f0 + __i
-                                });
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
-                              split_k_2,
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
                             ),
                           ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_9,
+                                    pid_k_1,
                                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
+                                      32i64,
                                     ),
                                   ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
-                                __p_M,
+                                __p_stride_ak,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (if __cols0 {
-                                        (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
                     }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[1usize],
+                        );
+                        if __pb0[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
                       );
+                      let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
                     }
                   }
                 }
@@ -6125,50 +7114,39 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               {
                 let __off1: i64 = b_ptrs_15_off + __it * __st15;
                 let __dst: usize = 4096usize + __buf * 8192usize;
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[0usize],
-                      );
-                      if __pb1[0usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                if __cols1 {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 32usize;
                           __r * 32usize
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -6180,11 +7158,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 0usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -6213,11 +7188,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 1usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -6246,11 +7218,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 2usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -6279,11 +7248,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 3usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -6312,11 +7278,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 4usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -6345,11 +7308,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 5usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -6378,11 +7338,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 6usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -6411,11 +7368,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 7usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -6432,494 +7386,586 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             ),
                           ),
                         ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + __i
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (if __cols1 {
-                                        (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_bk,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_10,
+                                    pid_k_1,
                                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
+                                      32i64,
                                     ),
                                   ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                          + __f0 / 32usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
-                                __p_N,
+                                __p_stride_bk,
                               ),
-                              __p_stride_bn,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[1usize],
-                      );
-                      if __pb1[1usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 32usize;
                           __r * 32usize
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
-                      })
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
                     } else {
-                      ({
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                          + __f0 / 32usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 0usize
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 1usize
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 2usize
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 3usize
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 4usize
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 5usize
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 6usize
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 7usize
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
@@ -6947,151 +7993,333 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + __i
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
-                              split_k_2,
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
                             ),
                           ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (if __cols1 {
-                                        (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_10,
+                                    pid_k_1,
                                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
+                                      32i64,
                                     ),
                                   ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
-                                __p_N,
+                                __p_stride_bk,
                               ),
-                              __p_stride_bn,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
                     }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
                     }
                   }
                 }
@@ -7118,50 +8346,39 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               {
                 let __off0: i64 = a_ptrs_14_off + __it * __st14;
                 let __dst: usize = 0usize + __buf * 8192usize;
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[0usize],
-                      );
-                      if __pb0[0usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                if __cols0 {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
@@ -7172,11 +8389,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -7193,251 +8407,176 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
                       );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols0 {
-                                  (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                } else {
-                                  __f0 + __i
-                                });
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
-                              split_k_2,
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                    + __f0 / 64usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
                             ),
                           ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_9,
+                                    pid_k_1,
                                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
+                                      32i64,
                                     ),
                                   ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                          + __f0 / 64usize);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
-                                __p_M,
+                                __p_stride_ak,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (if __cols0 {
-                                        (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[1usize],
-                      );
-                      if __pb0[1usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off0,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols0 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[1usize],
+                        );
+                        if __pb0[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols0 {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
@@ -7448,11 +8587,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (if __cols0 {
-                                (__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize
-                              } else {
-                                __f0 + 0usize
-                              });
+                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                                + __f0 / 64usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -7469,10 +8605,178 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         ),
                       ),
-                    )
-                  } else {
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
                     {
-                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                    + __f0 / 64usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                          + __f0 / 64usize);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -7487,7 +8791,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             }) as i32,
                           ),
                       );
-                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -7502,7 +8806,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             }) as i32,
                           ),
                       );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_17,
@@ -7515,158 +8819,363 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x4,
+                        __x3,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x4,
+                          __c5,
                         )
-                    }
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb0
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols0 {
-                                  (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                } else {
-                                  __f0 + __i
-                                });
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
-                              split_k_2,
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
                             ),
                           ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_9,
+                                    pid_k_1,
                                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
+                                      32i64,
                                     ),
                                   ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols0 {
-                                          (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
-                                __p_M,
+                                __p_stride_ak,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (if __cols0 {
-                                        (__f0 % 64usize + __i) * 32usize + __f0 / 64usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_stride_ak,
                             ),
                           ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_a_ptr,
                           __len_a_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
                     }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[1usize],
+                        );
+                        if __pb0[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
                       );
+                      let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
                     }
                   }
                 }
@@ -7674,50 +9183,39 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               {
                 let __off1: i64 = b_ptrs_15_off + __it * __st15;
                 let __dst: usize = 4096usize + __buf * 8192usize;
-                {
-                  let __c: usize = 0usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[0usize],
-                      );
-                      if __pb1[0usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                if __cols1 {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 32usize;
                           __r * 32usize
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
-                      })
-                    } else {
-                      ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
+                      })) * 2;
+                    if (true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -7729,11 +9227,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 0usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -7762,11 +9257,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 1usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -7795,11 +9287,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 2usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -7828,11 +9317,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 3usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -7861,11 +9347,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 4usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -7894,11 +9377,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 5usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -7927,11 +9407,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 6usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -7960,11 +9437,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 7usize
-                                });
+                                let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
+                                  + __f0 / 32usize);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -7981,494 +9455,586 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             ),
                           ),
                         ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + __i
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (if __cols1 {
-                                        (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_stride_bk,
                             ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_10,
+                                    pid_k_1,
                                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
+                                      32i64,
                                     ),
                                   ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                          + __f0 / 32usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
-                                __p_N,
+                                __p_stride_bk,
                               ),
-                              __p_stride_bn,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
                     }
                   }
-                }
-                {
-                  let __c: usize = 1usize * 128usize + __tid;
-                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                    __c * 8,
-                  );
-                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    {
-                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[1usize],
-                      );
-                      if __pb1[1usize]
-                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                       {
-                        __b
-                      } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
-                      }
-                    },
-                    __off1,
-                  );
-                  let __so: usize = __dst
-                    + ((if __cols1 {
-                      ({
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 32usize;
                           __r * 32usize
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
-                      })
+                      })) * 2;
+                    if (true
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
+                                  + __f0 / 32usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      )) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
                     } else {
-                      ({
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                          + __f0 / 32usize);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                } else {
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
                         let __sf: usize = __f0;
                         ({
                           let __r: usize = __sf / 64usize;
                           __r * 64usize
                             + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                         }) + __sf % 8
-                      })
-                    })) * 2;
-                  if (if __cols1 {
-                    (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 0usize
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 1usize
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 2usize
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 3usize
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 4usize
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 5usize
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 6usize
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + 7usize
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      ))
-                  } else {
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
@@ -8496,151 +10062,333 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         ),
                       ),
-                    )
-                  }) && (__g as usize) % 16 == 0
-                    && (__inb1
-                      || ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
-                      ::kernel_std::__private::device::smem_addr() + __so as u32,
-                      __g as *const u8,
-                    );
-                  } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (if __cols1 {
-                                  (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                } else {
-                                  __f0 + __i
-                                });
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
-                              split_k_2,
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
                             ),
                           ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_k_1,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (if __cols1 {
-                                        (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                      } else {
-                                        __f0 + __i
-                                      });
-                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_10,
+                                    pid_k_1,
                                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
+                                      32i64,
                                     ),
                                   ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = (if __cols1 {
-                                          (__f0 % 32usize + __i) * 64usize + __f0 / 32usize
-                                        } else {
-                                          __f0 + __i
-                                        });
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
-                                __p_N,
+                                __p_stride_bk,
                               ),
-                              __p_stride_bn,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
                             ),
                           ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
                           __p_b_ptr,
                           __len_b_ptr,
-                          1,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
                       }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
                     }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
                     }
                   }
                 }

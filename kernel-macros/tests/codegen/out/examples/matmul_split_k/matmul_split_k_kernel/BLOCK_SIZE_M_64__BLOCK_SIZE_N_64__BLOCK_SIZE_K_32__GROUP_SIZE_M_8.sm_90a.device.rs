@@ -5818,7 +5818,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5833,7 +5833,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               }) as i32,
                             ),
                         );
-                        let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -5848,7 +5848,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               }) as i32,
                             ),
                         );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_17,
@@ -5861,12 +5861,12 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
+                          __x7,
+                          __x6,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
+                            __x7,
+                            __c8,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -6035,7 +6035,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6050,7 +6050,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               }) as i32,
                             ),
                         );
-                        let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6065,7 +6065,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               }) as i32,
                             ),
                         );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_17,
@@ -6078,12 +6078,12 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
+                          __x7,
+                          __x6,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
+                            __x7,
+                            __c8,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -6688,7 +6688,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6703,7 +6703,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               }) as i32,
                             ),
                         );
-                        let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6718,7 +6718,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               }) as i32,
                             ),
                         );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_17,
@@ -6731,12 +6731,12 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
+                          __x7,
+                          __x6,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
+                            __x7,
+                            __c8,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -6905,7 +6905,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6920,7 +6920,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               }) as i32,
                             ),
                         );
-                        let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6935,7 +6935,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               }) as i32,
                             ),
                         );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_17,
@@ -6948,12 +6948,12 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
+                          __x7,
+                          __x6,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
+                            __x7,
+                            __c8,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
