@@ -31,6 +31,7 @@ struct PipeSmem {
 }
 
 /// The code of a pipelined loop that its versions share (see `DevGen::gen_pipelined`).
+#[derive(Clone)]
 struct LoopCode {
     stages: usize,
     wg: bool,
@@ -119,6 +120,8 @@ impl DevGen<'_> {
         let mut pre = Vec::new();
         let mut issue_ops = Vec::new();
         let mut fast_ops = Vec::new();
+        // The copies of the staging as written (every operand along its rows).
+        let (mut issue_rows, mut fast_rows) = (Vec::new(), Vec::new());
         let mut widen_ops: Vec<TokenStream> = Vec::new();
         let (mut proofs, mut all_proven) = (Vec::new(), true);
         // Operands copied by the tensor memory accelerator in a third version of the loop
@@ -140,6 +143,9 @@ impl DevGen<'_> {
             }
             tma_opers.extend(c.tma);
             tma_descs.extend(c.maps);
+            let (ir, fr) = c.as_written.unwrap_or_else(|| (c.issue.clone(), c.fast.clone()));
+            issue_rows.push(ir);
+            fast_rows.push(fr);
             issue_ops.push(c.issue);
             fast_ops.push(c.fast);
         }
@@ -161,17 +167,25 @@ impl DevGen<'_> {
         // The tiles the tensor cores read: the stages', or (widened operands) the two f16 tiles.
         let (c_base, c_stride, c_a) = if widen { (f16_off, f16_pair, f16_a) } else { (base_off, stage_bytes, tile_a) };
         let (sa_wg, sb_wg) = (quote!(#d::smem_addr() + #c_base as u32), quote!(#d::smem_addr() + (#c_base + #c_a) as u32));
+        // `mma.sync`: the tiles of buffer `__cb`.
+        let (sa, sb) = (
+            quote!(#d::smem_addr() + (#c_base + __cb * #c_stride) as u32),
+            quote!(#d::smem_addr() + (#c_base + __cb * #c_stride + #c_a) as u32),
+        );
         let (desc_setup, compute, finish) = if wg {
             self.wgmma_compute(plan.a, plan.layout, kk, &acc, (sa_wg.clone(), sb_wg.clone()), Some(c_stride), [Staging::Rows; 2])
         } else {
-            let (sa, sb) = (
-                quote!(#d::smem_addr() + (#c_base + __cb * #c_stride) as u32),
-                quote!(#d::smem_addr() + (#c_base + __cb * #c_stride + #c_a) as u32),
-            );
-            (quote!(), self.mma_versions(plan, &acc, (sa, sb)), quote!())
+            (quote!(), self.mma_versions(plan, &acc, (sa.clone(), sb.clone())), quote!())
         };
         let (s, e, st) = (self.ev(start, &At::Own), self.ev(end, &At::Own), self.ev(step, &At::Own));
         let lc = LoopCode { stages, wg, fence, compute, finish, widen: widen.then_some(widen_ops), var_id, var_t, issue_ops, fast_ops, proofs };
+        // With transposable operands, a second loop for the staging as written: the code it has
+        // without the choice, run when no operand is transposed.
+        let cols: Vec<Ident> = plan.ops.iter().enumerate().filter(|(_, o)| o.transposable).map(|(oi, _)| format_ident!("__cols{}", oi)).collect();
+        let as_written = (!cols.is_empty()).then(|| {
+            let compute = self.mma_compute(plan.a, plan.layout, kk, &acc, (sa.clone(), sb.clone()), [Staging::Rows; 2]);
+            LoopCode { compute, issue_ops: issue_rows, fast_ops: fast_rows, ..lc.clone() }
+        });
         // Loop versioning: when every thread proved before the loop that all its chunks stay in
         // their buffers in every iteration (a block-wide AND through shared memory, so that the
         // choice is uniform and the barriers inside stay aligned), the loop runs without bounds
@@ -184,20 +198,30 @@ impl DevGen<'_> {
         let (body, inval) = if use_tma {
             let after = (step_final.as_slice(), split_after.as_ref());
             self.tma_body(&cx, &lc, (tma_opers, tma_descs, pre), (&acc, &sa_wg, &sb_wg), after)
-        } else if proven {
-            let flag = self.alloc(16);
-            let cp_async = self.cp_async_versions(&lc, flag);
-            let body = quote! {
-                let __w: u32 = #d::smem_addr() + #flag as u32;
-                if __tid == 0 {
-                    #d::store(__smem.add(#flag) as *mut u32, 1u32);
+        } else {
+            let flag = proven.then(|| self.alloc(16));
+            let versions = |lc: &LoopCode| match flag {
+                Some(flag) => {
+                    let cp_async = self.cp_async_versions(lc, flag);
+                    quote! {
+                        let __w: u32 = #d::smem_addr() + #flag as u32;
+                        if __tid == 0 {
+                            #d::store(__smem.add(#flag) as *mut u32, 1u32);
+                        }
+                        #d::bar_sync();
+                        #cp_async
+                    }
                 }
-                #d::bar_sync();
-                #cp_async
+                None => self.cp_async_loop(lc, &lc.issue_ops),
+            };
+            let body = match &as_written {
+                Some(rows) => {
+                    let (general, rows) = (versions(&lc), versions(rows));
+                    quote!(if false #(|| #cols)* { #general } else { #rows })
+                }
+                None => versions(&lc),
             };
             (body, quote!())
-        } else {
-            (self.cp_async_loop(&lc, &lc.issue_ops), quote!())
         };
         let step_defs = plan.steps.iter().map(|(l, st, sub)| {
             let name = format_ident!("__st{}", l);

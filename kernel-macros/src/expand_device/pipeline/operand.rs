@@ -16,6 +16,8 @@ pub(super) struct OperandCode {
     /// The copies of iteration `__it` into buffer `__buf`: checked, and proven in bounds.
     pub(super) issue: TokenStream,
     pub(super) fast: TokenStream,
+    /// A transposable operand's copies (checked, and proven) of its staging as written.
+    pub(super) as_written: Option<(TokenStream, TokenStream)>,
     /// A widened operand's widening of this thread's chunks of buffer `__cb` into f16 tile `__pr`.
     pub(super) widen: Option<TokenStream>,
     /// The flag of the proof before the loop that every chunk stays in its buffer in every
@@ -311,6 +313,7 @@ impl DevGen<'_> {
             pre,
             issue: op_code(&issue_in(Staging::Rows), with_cols(&issue_in)),
             fast: op_code(&fast_chunks, with_cols(&fast_in)),
+            as_written: cols.is_some().then(|| (op_code(&issue_in(Staging::Rows), None), op_code(&fast_chunks, None))),
             widen: widen_op,
             proof: range.is_some().then(|| inb.clone()),
             tma: tma_oper,

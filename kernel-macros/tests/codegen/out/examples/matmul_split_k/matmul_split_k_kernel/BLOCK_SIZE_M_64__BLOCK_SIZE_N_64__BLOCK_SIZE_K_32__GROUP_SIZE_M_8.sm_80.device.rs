@@ -2371,1876 +2371,164 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
         __aligned && __lo1 <= __hi1 && __lo1 + __mn + __sc1 >= 0
           && __hi1 + __mx + 8 + __sc1 <= __len_b_ptr as i64
       };
-      let __w: u32 = ::kernel_std::__private::device::smem_addr()
-        + 24576usize as u32;
-      if __tid == 0 {
-        ::kernel_std::__private::device::store(
-          __smem.add(24576usize) as *mut u32,
-          1u32,
-        );
-      }
-      ::kernel_std::__private::device::bar_sync();
-      let __proved: bool = {
-        ::kernel_std::__private::device::smem_and(
-          __w,
-          (true && __inb0 && __inb1) as u32,
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::load(__smem.add(24576usize) as *mut u32)
-          != 0
-      };
-      if __proved {
-        let mut __pi: i64 = 0;
-        while __pi < 2i64 {
-          if __pi < __n {
-            {
-              let __it: i64 = __pi;
-              let k_17: i32 = ((__start as i64) + __it * (__step as i64))
-                as i32;
-              let __buf: usize = __pi as usize;
-              {
-                let __off0: i64 = a_ptrs_14_off + __it * __st14;
-                let __dst: usize = 0usize + __buf * 8192usize;
-                if __cols0 {
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[0usize],
-                      ),
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    ) {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                            + __f0 / 64usize);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[1usize],
-                      ),
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    ) {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                            + __f0 / 64usize);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                    }
-                  }
-                } else {
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[0usize],
-                      ),
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    } {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[1usize],
-                      ),
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    } {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                    }
-                  }
-                }
-              }
-              {
-                let __off1: i64 = b_ptrs_15_off + __it * __st15;
-                let __dst: usize = 4096usize + __buf * 8192usize;
-                if __cols1 {
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[0usize],
-                      ),
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                          + __f0 / 32usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                            + __f0 / 32usize);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[1usize],
-                      ),
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                          + __f0 / 32usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                            + __f0 / 32usize);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                    }
-                  }
-                } else {
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[0usize],
-                      ),
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    ) {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[1usize],
-                      ),
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    ) {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                    }
-                  }
-                }
-              }
-            }
-          }
-          ::kernel_std::__private::device::cp_async_commit();
-          __pi += 1;
+      if false || __cols0 || __cols1 {
+        let __w: u32 = ::kernel_std::__private::device::smem_addr()
+          + 24576usize as u32;
+        if __tid == 0 {
+          ::kernel_std::__private::device::store(
+            __smem.add(24576usize) as *mut u32,
+            1u32,
+          );
         }
-        let mut __ci: i64 = 0;
-        let mut __cbu: u32 = 0;
-        let mut __nbu: u32 = 2u32;
-        while __ci < __n {
-          ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
+        ::kernel_std::__private::device::bar_sync();
+        let __proved: bool = {
+          ::kernel_std::__private::device::smem_and(
+            __w,
+            (true && __inb0 && __inb1) as u32,
+          );
           ::kernel_std::__private::device::bar_sync();
-          let __cb: usize = __cbu as usize;
-          let __nx: i64 = __ci + 2i64;
-          if __nx < __n {
-            {
-              let __it: i64 = __nx;
-              let k_17: i32 = ((__start as i64) + __it * (__step as i64))
-                as i32;
-              let __buf: usize = __nbu as usize;
+          ::kernel_std::__private::device::load(
+            __smem.add(24576usize) as *mut u32,
+          ) != 0
+        };
+        if __proved {
+          let mut __pi: i64 = 0;
+          while __pi < 2i64 {
+            if __pi < __n {
               {
-                let __off0: i64 = a_ptrs_14_off + __it * __st14;
-                let __dst: usize = 0usize + __buf * 8192usize;
-                if __cols0 {
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[0usize],
-                      ),
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
+                let __it: i64 = __pi;
+                let k_17: i32 = ((__start as i64) + __it * (__step as i64))
+                  as i32;
+                let __buf: usize = __pi as usize;
+                {
+                  let __off0: i64 = a_ptrs_14_off + __it * __st14;
+                  let __dst: usize = 0usize + __buf * 8192usize;
+                  if __cols0 {
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                               32i64,
                             ),
-                            split_k_2,
                           ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
                         ),
-                      ),
-                    ) {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
+                              split_k_2,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
+                        ),
+                      ) {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
                                 <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                   32i64,
                                 ),
-                                split_k_2,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                      + __f0 / 64usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
                               ),
                             ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_9,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                              + __f0 / 64usize);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
                                   <i32 as ::kernel_std::__private::device::Num>::add(
                                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
+                                      pid_k_1,
                                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
+                                        32i64,
                                       ),
                                     ),
                                     (0i32)
@@ -4248,155 +2536,155 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                         ({
                                           let __pf: usize = ((__f0 % 64usize + __i) * 32usize
                                             + __f0 / 64usize);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
                                         }) as i32,
                                       ),
                                   ),
-                                  __p_M,
+                                  __p_stride_ak,
                                 ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
                               ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
+                            __off0,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
                       }
                     }
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[1usize],
-                      ),
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[1usize],
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                               32i64,
                             ),
-                            split_k_2,
                           ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
                         ),
-                      ),
-                    ) {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
+                              split_k_2,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
+                        ),
+                      ) {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
                                 <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                   32i64,
                                 ),
-                                split_k_2,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                      + __f0 / 64usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
                               ),
                             ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_9,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                              + __f0 / 64usize);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
                                   <i32 as ::kernel_std::__private::device::Num>::add(
                                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
+                                      pid_k_1,
                                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
+                                        32i64,
                                       ),
                                     ),
                                     (0i32)
@@ -4404,684 +2692,410 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                         ({
                                           let __pf: usize = ((__f0 % 64usize + __i) * 32usize
                                             + __f0 / 64usize);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
                                         }) as i32,
                                       ),
                                   ),
-                                  __p_M,
+                                  __p_stride_ak,
                                 ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
                               ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
+                            __off0,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
                       }
                     }
-                  }
-                } else {
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[0usize],
-                      ),
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
+                  } else {
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
                       );
-                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
+                        __off0,
                       );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if {
+                        let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                               32i64,
                             ),
-                            split_k_2,
                           ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    } {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
+                              split_k_2,
                             ),
                           ),
                         );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x1,
+                          __x0,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x1,
+                            __c2,
+                          )
+                      } {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_9,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
                                   <i32 as ::kernel_std::__private::device::Num>::add(
                                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
+                                      pid_k_1,
                                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
+                                        32i64,
                                       ),
                                     ),
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
                                         }) as i32,
                                       ),
                                   ),
-                                  __p_M,
+                                  __p_stride_ak,
                                 ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
                               ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
+                            __off0,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
                       }
                     }
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[1usize],
-                      ),
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
                       );
-                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[1usize],
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
+                        __off0,
                       );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if {
+                        let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                               32i64,
                             ),
-                            split_k_2,
                           ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    } {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
+                              split_k_2,
                             ),
                           ),
                         );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x1,
+                          __x0,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x1,
+                            __c2,
+                          )
+                      } {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_9,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
                                   <i32 as ::kernel_std::__private::device::Num>::add(
                                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
+                                      pid_k_1,
                                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
+                                        32i64,
                                       ),
                                     ),
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
                                         }) as i32,
                                       ),
                                   ),
-                                  __p_M,
+                                  __p_stride_ak,
                                 ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
                               ),
                             ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
+                            __off0,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
                       }
                     }
                   }
                 }
-              }
-              {
-                let __off1: i64 = b_ptrs_15_off + __it * __st15;
-                let __dst: usize = 4096usize + __buf * 8192usize;
-                if __cols1 {
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[0usize],
-                      ),
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      ))
+                {
+                  let __off1: i64 = b_ptrs_15_off + __it * __st15;
+                  let __dst: usize = 4096usize + __buf * 8192usize;
+                  if __cols1 {
                     {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
                       );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        ),
+                        __off1,
                       );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if (true
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               pid_k_1,
@@ -5092,7 +3106,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                  let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
                                     + __f0 / 32usize);
                                   0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
@@ -5110,346 +3124,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               ),
                             ),
                           ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                          + __f0 / 32usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                            + __f0 / 32usize);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[1usize],
-                      ),
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               pid_k_1,
@@ -5460,7 +3136,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                  let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
                                     + __f0 / 32usize);
                                   0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
@@ -5478,37 +3154,240 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               ),
                             ),
                           ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
                         );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                          + __f0 / 32usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                __p_stride_bk,
                               ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                      + __f0 / 32usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
                                   <i32 as ::kernel_std::__private::device::Num>::add(
                                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
+                                      pid_k_1,
                                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
+                                        32i64,
                                       ),
                                     ),
                                     (0i32)
@@ -5516,96 +3395,75 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                         ({
                                           let __pf: usize = ((__f0 % 32usize + __i) * 64usize
                                             + __f0 / 32usize);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
                                         }) as i32,
                                       ),
                                   ),
-                                  __p_N,
+                                  __p_stride_bk,
                                 ),
-                                __p_stride_bn,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_10,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                              + __f0 / 32usize);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
                               ),
                             ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
+                            __off1,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
                       }
                     }
-                  }
-                } else {
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[0usize],
-                      ),
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    ) {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
                       );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[1usize],
+                        ),
+                        __off1,
                       );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if (true
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               pid_k_1,
@@ -5616,7 +3474,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + __i);
+                                  let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
+                                    + __f0 / 32usize);
                                   0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -5633,131 +3492,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               ),
                             ),
                           ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[1usize],
-                      ),
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    ) {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               pid_k_1,
@@ -5768,7 +3504,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + __i);
+                                  let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
+                                    + __f0 / 32usize);
                                   0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
@@ -5785,181 +3522,2648 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               ),
                             ),
                           ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
                         );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
-                                __p_stride_bk,
                               ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                      + __f0 / 32usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
                                   <i32 as ::kernel_std::__private::device::Num>::add(
                                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
+                                      pid_k_1,
                                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_10,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                              + __f0 / 32usize);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                      }
+                    }
+                  } else {
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        ),
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ) {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
                                       ),
                                     ),
                                     (0i32)
                                       .wrapping_add(
                                         ({
                                           let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
                                         }) as i32,
                                       ),
                                   ),
-                                  __p_N,
+                                  __p_stride_bk,
                                 ),
-                                __p_stride_bn,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_10,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
                               ),
                             ),
+                            __off1,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[1usize],
+                        ),
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
                           ),
-                          __off1,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ) {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
                         );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
                         );
-                        __i += 1;
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_10,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
                       }
                     }
                   }
                 }
               }
             }
+            ::kernel_std::__private::device::cp_async_commit();
+            __pi += 1;
           }
-          ::kernel_std::__private::device::cp_async_commit();
-          if __cols1 {
-            if __cols0 {
+          let mut __ci: i64 = 0;
+          let mut __cbu: u32 = 0;
+          let mut __nbu: u32 = 2u32;
+          while __ci < __n {
+            ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
+            ::kernel_std::__private::device::bar_sync();
+            let __cb: usize = __cbu as usize;
+            let __nx: i64 = __ci + 2i64;
+            if __nx < __n {
               {
-                let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                  __lane,
-                );
+                let __it: i64 = __nx;
+                let k_17: i32 = ((__start as i64) + __it * (__step as i64))
+                  as i32;
+                let __buf: usize = __nbu as usize;
                 {
-                  let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 8192usize) as u32;
-                  let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 8192usize + 4096usize) as u32;
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__ks: usize| {
-                      let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          __af[__i] = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                            __sa
-                              + (({
-                                let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
-                                __r * 64usize
-                                  + (((((__warp / 2usize) * 32usize + __i * 16) / 8
-                                    + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) * 2) as u32,
-                          );
-                        },
+                  let __off0: i64 = a_ptrs_14_off + __it * __st14;
+                  let __dst: usize = 0usize + __buf * 8192usize;
+                  if __cols0 {
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
                       );
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__jp: usize| {
-                          let __bq = ::kernel_std::__private::device::ldmatrix_x4(
-                            __sb
-                              + (({
-                                let __r: usize = ((__warp % 2usize) * 4usize + 2 * __jp
-                                  + __lane / 16) * 8 + __lane % 8;
-                                __r * 32usize
-                                  + (((__ks * 2 + (__lane / 8) % 2)
-                                    ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) * 2) as u32,
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
+                        ),
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ) {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                      + __f0 / 64usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
                           );
-                          ::kernel_std::__private::device::unroll::<
-                            2usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[0], __bq[1]],
-                                [
-                                  accumulator_16[__b],
-                                  accumulator_16[__b + 1],
-                                  accumulator_16[__b + 2],
-                                  accumulator_16[__b + 3],
-                                ],
-                              );
-                              accumulator_16[__b] = __d[0];
-                              accumulator_16[__b + 1] = __d[1];
-                              accumulator_16[__b + 2] = __d[2];
-                              accumulator_16[__b + 3] = __d[3];
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_9,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                              + __f0 / 64usize);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_ak,
+                                ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
                             },
                           );
-                          ::kernel_std::__private::device::unroll::<
-                            2usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[2], __bq[3]],
-                                [
-                                  accumulator_16[__b],
-                                  accumulator_16[__b + 1],
-                                  accumulator_16[__b + 2],
-                                  accumulator_16[__b + 3],
-                                ],
-                              );
-                              accumulator_16[__b] = __d[0];
-                              accumulator_16[__b + 1] = __d[1];
-                              accumulator_16[__b + 2] = __d[2];
-                              accumulator_16[__b + 3] = __d[3];
+                          __i += 1;
+                        }
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[1usize],
+                        ),
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ) {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                      + __f0 / 64usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_9,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                              + __f0 / 64usize);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_ak,
+                                ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
                             },
                           );
-                        },
+                          __i += 1;
+                        }
+                      }
+                    }
+                  } else {
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
                       );
-                    },
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
+                        ),
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if {
+                        let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x1,
+                          __x0,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x1,
+                            __c2,
+                          )
+                      } {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_9,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_ak,
+                                ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[1usize],
+                        ),
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if {
+                        let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x1,
+                          __x0,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x1,
+                            __c2,
+                          )
+                      } {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_9,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_ak,
+                                ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                      }
+                    }
+                  }
+                }
+                {
+                  let __off1: i64 = b_ptrs_15_off + __it * __st15;
+                  let __dst: usize = 4096usize + __buf * 8192usize;
+                  if __cols1 {
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        ),
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if (true
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                      + __f0 / 32usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_10,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                              + __f0 / 32usize);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[1usize],
+                        ),
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if (true
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                      + __f0 / 32usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_10,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                              + __f0 / 32usize);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                      }
+                    }
+                  } else {
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        ),
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ) {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_10,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[1usize],
+                        ),
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ) {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_10,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+            ::kernel_std::__private::device::cp_async_commit();
+            if __cols1 {
+              if __cols0 {
+                {
+                  let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                    __lane,
                   );
+                  {
+                    let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                      + (0usize + __cb * 8192usize) as u32;
+                    let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                      + (0usize + __cb * 8192usize + 4096usize) as u32;
+                    ::kernel_std::__private::device::unroll::<
+                      2usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__ks: usize| {
+                        let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+                        ::kernel_std::__private::device::unroll::<
+                          2usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            __af[__i] = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                              __sa
+                                + (({
+                                  let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
+                                  __r * 64usize
+                                    + (((((__warp / 2usize) * 32usize + __i * 16) / 8
+                                      + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) * 2) as u32,
+                            );
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          2usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__jp: usize| {
+                            let __bq = ::kernel_std::__private::device::ldmatrix_x4(
+                              __sb
+                                + (({
+                                  let __r: usize = ((__warp % 2usize) * 4usize + 2 * __jp
+                                    + __lane / 16) * 8 + __lane % 8;
+                                  __r * 32usize
+                                    + (((__ks * 2 + (__lane / 8) % 2)
+                                      ^ ((__r / 2usize) % 4usize)) * 8)
+                                }) * 2) as u32,
+                            );
+                            ::kernel_std::__private::device::unroll::<
+                              2usize,
+                              _,
+                            >(
+                              #[inline(always)]
+                              |__i: usize| {
+                                let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                                let __d = ::kernel_std::__private::device::mma_f16(
+                                  __af[__i],
+                                  [__bq[0], __bq[1]],
+                                  [
+                                    accumulator_16[__b],
+                                    accumulator_16[__b + 1],
+                                    accumulator_16[__b + 2],
+                                    accumulator_16[__b + 3],
+                                  ],
+                                );
+                                accumulator_16[__b] = __d[0];
+                                accumulator_16[__b + 1] = __d[1];
+                                accumulator_16[__b + 2] = __d[2];
+                                accumulator_16[__b + 3] = __d[3];
+                              },
+                            );
+                            ::kernel_std::__private::device::unroll::<
+                              2usize,
+                              _,
+                            >(
+                              #[inline(always)]
+                              |__i: usize| {
+                                let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                                let __d = ::kernel_std::__private::device::mma_f16(
+                                  __af[__i],
+                                  [__bq[2], __bq[3]],
+                                  [
+                                    accumulator_16[__b],
+                                    accumulator_16[__b + 1],
+                                    accumulator_16[__b + 2],
+                                    accumulator_16[__b + 3],
+                                  ],
+                                );
+                                accumulator_16[__b] = __d[0];
+                                accumulator_16[__b + 1] = __d[1];
+                                accumulator_16[__b + 2] = __d[2];
+                                accumulator_16[__b + 3] = __d[3];
+                              },
+                            );
+                          },
+                        );
+                      },
+                    );
+                  }
+                }
+              } else {
+                {
+                  let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                    __lane,
+                  );
+                  {
+                    let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                      + (0usize + __cb * 8192usize) as u32;
+                    let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                      + (0usize + __cb * 8192usize + 4096usize) as u32;
+                    ::kernel_std::__private::device::unroll::<
+                      2usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__ks: usize| {
+                        let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+                        ::kernel_std::__private::device::unroll::<
+                          2usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                              __sa
+                                + (({
+                                  let __r: usize = (__warp / 2usize) * 32usize + __i * 16
+                                    + __lane % 16;
+                                  __r * 32usize
+                                    + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                                      * 8)
+                                }) * 2) as u32,
+                            );
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          2usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__jp: usize| {
+                            let __bq = ::kernel_std::__private::device::ldmatrix_x4(
+                              __sb
+                                + (({
+                                  let __r: usize = ((__warp % 2usize) * 4usize + 2 * __jp
+                                    + __lane / 16) * 8 + __lane % 8;
+                                  __r * 32usize
+                                    + (((__ks * 2 + (__lane / 8) % 2)
+                                      ^ ((__r / 2usize) % 4usize)) * 8)
+                                }) * 2) as u32,
+                            );
+                            ::kernel_std::__private::device::unroll::<
+                              2usize,
+                              _,
+                            >(
+                              #[inline(always)]
+                              |__i: usize| {
+                                let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                                let __d = ::kernel_std::__private::device::mma_f16(
+                                  __af[__i],
+                                  [__bq[0], __bq[1]],
+                                  [
+                                    accumulator_16[__b],
+                                    accumulator_16[__b + 1],
+                                    accumulator_16[__b + 2],
+                                    accumulator_16[__b + 3],
+                                  ],
+                                );
+                                accumulator_16[__b] = __d[0];
+                                accumulator_16[__b + 1] = __d[1];
+                                accumulator_16[__b + 2] = __d[2];
+                                accumulator_16[__b + 3] = __d[3];
+                              },
+                            );
+                            ::kernel_std::__private::device::unroll::<
+                              2usize,
+                              _,
+                            >(
+                              #[inline(always)]
+                              |__i: usize| {
+                                let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                                let __d = ::kernel_std::__private::device::mma_f16(
+                                  __af[__i],
+                                  [__bq[2], __bq[3]],
+                                  [
+                                    accumulator_16[__b],
+                                    accumulator_16[__b + 1],
+                                    accumulator_16[__b + 2],
+                                    accumulator_16[__b + 3],
+                                  ],
+                                );
+                                accumulator_16[__b] = __d[0];
+                                accumulator_16[__b + 1] = __d[1];
+                                accumulator_16[__b + 2] = __d[2];
+                                accumulator_16[__b + 3] = __d[3];
+                              },
+                            );
+                          },
+                        );
+                      },
+                    );
+                  }
                 }
               }
             } else {
-              {
-                let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                  __lane,
-                );
+              if __cols0 {
+                {
+                  let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                    __lane,
+                  );
+                  {
+                    let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                      + (0usize + __cb * 8192usize) as u32;
+                    let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                      + (0usize + __cb * 8192usize + 4096usize) as u32;
+                    ::kernel_std::__private::device::unroll::<
+                      2usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__ks: usize| {
+                        let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+                        ::kernel_std::__private::device::unroll::<
+                          2usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            __af[__i] = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                              __sa
+                                + (({
+                                  let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
+                                  __r * 64usize
+                                    + (((((__warp / 2usize) * 32usize + __i * 16) / 8
+                                      + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) * 2) as u32,
+                            );
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          2usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__jp: usize| {
+                            let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                              __sb
+                                + (({
+                                  let __r: usize = __ks * 16 + __lane % 16;
+                                  __r * 64usize
+                                    + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
+                                      ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) * 2) as u32,
+                            );
+                            ::kernel_std::__private::device::unroll::<
+                              2usize,
+                              _,
+                            >(
+                              #[inline(always)]
+                              |__i: usize| {
+                                let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                                let __d = ::kernel_std::__private::device::mma_f16(
+                                  __af[__i],
+                                  [__bq[0], __bq[1]],
+                                  [
+                                    accumulator_16[__b],
+                                    accumulator_16[__b + 1],
+                                    accumulator_16[__b + 2],
+                                    accumulator_16[__b + 3],
+                                  ],
+                                );
+                                accumulator_16[__b] = __d[0];
+                                accumulator_16[__b + 1] = __d[1];
+                                accumulator_16[__b + 2] = __d[2];
+                                accumulator_16[__b + 3] = __d[3];
+                              },
+                            );
+                            ::kernel_std::__private::device::unroll::<
+                              2usize,
+                              _,
+                            >(
+                              #[inline(always)]
+                              |__i: usize| {
+                                let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                                let __d = ::kernel_std::__private::device::mma_f16(
+                                  __af[__i],
+                                  [__bq[2], __bq[3]],
+                                  [
+                                    accumulator_16[__b],
+                                    accumulator_16[__b + 1],
+                                    accumulator_16[__b + 2],
+                                    accumulator_16[__b + 3],
+                                  ],
+                                );
+                                accumulator_16[__b] = __d[0];
+                                accumulator_16[__b + 1] = __d[1];
+                                accumulator_16[__b + 2] = __d[2];
+                                accumulator_16[__b + 3] = __d[3];
+                              },
+                            );
+                          },
+                        );
+                      },
+                    );
+                  }
+                }
+              } else {
                 {
                   let __sa: u32 = ::kernel_std::__private::device::smem_addr()
                     + (0usize + __cb * 8192usize) as u32;
@@ -5986,110 +6190,6 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                                 __r * 32usize
                                   + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
                                     * 8)
-                              }) * 2) as u32,
-                          );
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__jp: usize| {
-                          let __bq = ::kernel_std::__private::device::ldmatrix_x4(
-                            __sb
-                              + (({
-                                let __r: usize = ((__warp % 2usize) * 4usize + 2 * __jp
-                                  + __lane / 16) * 8 + __lane % 8;
-                                __r * 32usize
-                                  + (((__ks * 2 + (__lane / 8) % 2)
-                                    ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) * 2) as u32,
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            2usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[0], __bq[1]],
-                                [
-                                  accumulator_16[__b],
-                                  accumulator_16[__b + 1],
-                                  accumulator_16[__b + 2],
-                                  accumulator_16[__b + 3],
-                                ],
-                              );
-                              accumulator_16[__b] = __d[0];
-                              accumulator_16[__b + 1] = __d[1];
-                              accumulator_16[__b + 2] = __d[2];
-                              accumulator_16[__b + 3] = __d[3];
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            2usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[2], __bq[3]],
-                                [
-                                  accumulator_16[__b],
-                                  accumulator_16[__b + 1],
-                                  accumulator_16[__b + 2],
-                                  accumulator_16[__b + 3],
-                                ],
-                              );
-                              accumulator_16[__b] = __d[0];
-                              accumulator_16[__b + 1] = __d[1];
-                              accumulator_16[__b + 2] = __d[2];
-                              accumulator_16[__b + 3] = __d[3];
-                            },
-                          );
-                        },
-                      );
-                    },
-                  );
-                }
-              }
-            }
-          } else {
-            if __cols0 {
-              {
-                let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                  __lane,
-                );
-                {
-                  let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 8192usize) as u32;
-                  let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 8192usize + 4096usize) as u32;
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__ks: usize| {
-                      let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          __af[__i] = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                            __sa
-                              + (({
-                                let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
-                                __r * 64usize
-                                  + (((((__warp / 2usize) * 32usize + __i * 16) / 8
-                                    + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
                               }) * 2) as u32,
                           );
                         },
@@ -6161,2589 +6261,6044 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   );
                 }
               }
-            } else {
+            }
+            __ci += 1;
+            __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
+            __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
+          }
+        } else {
+          ::core::hint::cold_path();
+          let mut __pi: i64 = 0;
+          while __pi < 2i64 {
+            if __pi < __n {
               {
-                let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                  + (0usize + __cb * 8192usize) as u32;
-                let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                  + (0usize + __cb * 8192usize + 4096usize) as u32;
-                ::kernel_std::__private::device::unroll::<
-                  2usize,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__ks: usize| {
-                    let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                          __sa
-                            + (({
-                              let __r: usize = (__warp / 2usize) * 32usize + __i * 16
-                                + __lane % 16;
-                              __r * 32usize
-                                + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                  * 8)
-                            }) * 2) as u32,
+                let __it: i64 = __pi;
+                let k_17: i32 = ((__start as i64) + __it * (__step as i64))
+                  as i32;
+                let __buf: usize = __pi as usize;
+                {
+                  let __off0: i64 = a_ptrs_14_off + __it * __st14;
+                  let __dst: usize = 0usize + __buf * 8192usize;
+                  if __cols0 {
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            __pb0[0usize],
+                          );
+                          if __pb0[0usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            (__b as *mut u8).wrapping_add(1)
+                              as *mut ::kernel_std::__private::device::F16
+                          }
+                        },
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ) && (__g as usize) % 16 == 0
+                        && (__inb0
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_a_ptr as usize,
+                            ) as *mut _,
+                            __len_a_ptr,
+                            8usize,
+                          ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
                         );
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__jp: usize| {
-                        let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                          __sb
-                            + (({
-                              let __r: usize = __ks * 16 + __lane % 16;
-                              __r * 64usize
-                                + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
-                                  ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) * 2) as u32,
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
                         );
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                            let __d = ::kernel_std::__private::device::mma_f16(
-                              __af[__i],
-                              [__bq[0], __bq[1]],
-                              [
-                                accumulator_16[__b],
-                                accumulator_16[__b + 1],
-                                accumulator_16[__b + 2],
-                                accumulator_16[__b + 3],
-                              ],
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                      + __f0 / 64usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_9,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                              + __f0 / 64usize);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_ak,
+                                ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_a_ptr,
+                              __len_a_ptr,
+                              1,
                             );
-                            accumulator_16[__b] = __d[0];
-                            accumulator_16[__b + 1] = __d[1];
-                            accumulator_16[__b + 2] = __d[2];
-                            accumulator_16[__b + 3] = __d[3];
-                          },
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::report_fault_at(
+                            __badp,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            __pb0[1usize],
+                          );
+                          if __pb0[1usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            (__b as *mut u8).wrapping_add(1)
+                              as *mut ::kernel_std::__private::device::F16
+                          }
+                        },
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ) && (__g as usize) % 16 == 0
+                        && (__inb0
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_a_ptr as usize,
+                            ) as *mut _,
+                            __len_a_ptr,
+                            8usize,
+                          ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
                         );
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                            let __d = ::kernel_std::__private::device::mma_f16(
-                              __af[__i],
-                              [__bq[2], __bq[3]],
-                              [
-                                accumulator_16[__b],
-                                accumulator_16[__b + 1],
-                                accumulator_16[__b + 2],
-                                accumulator_16[__b + 3],
-                              ],
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                      + __f0 / 64usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_9,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                              + __f0 / 64usize);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_ak,
+                                ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_a_ptr,
+                              __len_a_ptr,
+                              1,
                             );
-                            accumulator_16[__b] = __d[0];
-                            accumulator_16[__b + 1] = __d[1];
-                            accumulator_16[__b + 2] = __d[2];
-                            accumulator_16[__b + 3] = __d[3];
-                          },
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::report_fault_at(
+                            __badp,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                  } else {
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            __pb0[0usize],
+                          );
+                          if __pb0[0usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            (__b as *mut u8).wrapping_add(1)
+                              as *mut ::kernel_std::__private::device::F16
+                          }
+                        },
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if {
+                        let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
                         );
-                      },
-                    );
-                  },
-                );
+                        let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x4,
+                          __x3,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x4,
+                            __c5,
+                          )
+                      } && (__g as usize) % 16 == 0
+                        && (__inb0
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_a_ptr as usize,
+                            ) as *mut _,
+                            __len_a_ptr,
+                            8usize,
+                          ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_9,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_ak,
+                                ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_a_ptr,
+                              __len_a_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::report_fault_at(
+                            __badp,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            __pb0[1usize],
+                          );
+                          if __pb0[1usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            (__b as *mut u8).wrapping_add(1)
+                              as *mut ::kernel_std::__private::device::F16
+                          }
+                        },
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if {
+                        let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x4,
+                          __x3,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x4,
+                            __c5,
+                          )
+                      } && (__g as usize) % 16 == 0
+                        && (__inb0
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_a_ptr as usize,
+                            ) as *mut _,
+                            __len_a_ptr,
+                            8usize,
+                          ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_9,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_ak,
+                                ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_a_ptr,
+                              __len_a_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::report_fault_at(
+                            __badp,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                  }
+                }
+                {
+                  let __off1: i64 = b_ptrs_15_off + __it * __st15;
+                  let __dst: usize = 4096usize + __buf * 8192usize;
+                  if __cols1 {
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            __pb1[0usize],
+                          );
+                          if __pb1[0usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            (__b as *mut u8).wrapping_add(1)
+                              as *mut ::kernel_std::__private::device::F16
+                          }
+                        },
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if (true
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )) && (__g as usize) % 16 == 0
+                        && (__inb1
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_b_ptr as usize,
+                            ) as *mut _,
+                            __len_b_ptr,
+                            8usize,
+                          ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                      + __f0 / 32usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_10,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                              + __f0 / 32usize);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_b_ptr,
+                              __len_b_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::report_fault_at(
+                            __badp,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            __pb1[1usize],
+                          );
+                          if __pb1[1usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            (__b as *mut u8).wrapping_add(1)
+                              as *mut ::kernel_std::__private::device::F16
+                          }
+                        },
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if (true
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )) && (__g as usize) % 16 == 0
+                        && (__inb1
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_b_ptr as usize,
+                            ) as *mut _,
+                            __len_b_ptr,
+                            8usize,
+                          ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                      + __f0 / 32usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_10,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                              + __f0 / 32usize);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_b_ptr,
+                              __len_b_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::report_fault_at(
+                            __badp,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                  } else {
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            __pb1[0usize],
+                          );
+                          if __pb1[0usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            (__b as *mut u8).wrapping_add(1)
+                              as *mut ::kernel_std::__private::device::F16
+                          }
+                        },
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ) && (__g as usize) % 16 == 0
+                        && (__inb1
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_b_ptr as usize,
+                            ) as *mut _,
+                            __len_b_ptr,
+                            8usize,
+                          ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_10,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_b_ptr,
+                              __len_b_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::report_fault_at(
+                            __badp,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            __pb1[1usize],
+                          );
+                          if __pb1[1usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            (__b as *mut u8).wrapping_add(1)
+                              as *mut ::kernel_std::__private::device::F16
+                          }
+                        },
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ) && (__g as usize) % 16 == 0
+                        && (__inb1
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_b_ptr as usize,
+                            ) as *mut _,
+                            __len_b_ptr,
+                            8usize,
+                          ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_10,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_b_ptr,
+                              __len_b_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::report_fault_at(
+                            __badp,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                  }
+                }
               }
             }
+            ::kernel_std::__private::device::cp_async_commit();
+            __pi += 1;
           }
-          __ci += 1;
-          __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
-          __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
+          let mut __ci: i64 = 0;
+          let mut __cbu: u32 = 0;
+          let mut __nbu: u32 = 2u32;
+          while __ci < __n {
+            ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
+            ::kernel_std::__private::device::bar_sync();
+            let __cb: usize = __cbu as usize;
+            let __nx: i64 = __ci + 2i64;
+            if __nx < __n {
+              {
+                let __it: i64 = __nx;
+                let k_17: i32 = ((__start as i64) + __it * (__step as i64))
+                  as i32;
+                let __buf: usize = __nbu as usize;
+                {
+                  let __off0: i64 = a_ptrs_14_off + __it * __st14;
+                  let __dst: usize = 0usize + __buf * 8192usize;
+                  if __cols0 {
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            __pb0[0usize],
+                          );
+                          if __pb0[0usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            (__b as *mut u8).wrapping_add(1)
+                              as *mut ::kernel_std::__private::device::F16
+                          }
+                        },
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ) && (__g as usize) % 16 == 0
+                        && (__inb0
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_a_ptr as usize,
+                            ) as *mut _,
+                            __len_a_ptr,
+                            8usize,
+                          ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                      + __f0 / 64usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_9,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                              + __f0 / 64usize);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_ak,
+                                ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_a_ptr,
+                              __len_a_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::report_fault_at(
+                            __badp,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            __pb0[1usize],
+                          );
+                          if __pb0[1usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            (__b as *mut u8).wrapping_add(1)
+                              as *mut ::kernel_std::__private::device::F16
+                          }
+                        },
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
+                                  + __f0 / 64usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ) && (__g as usize) % 16 == 0
+                        && (__inb0
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_a_ptr as usize,
+                            ) as *mut _,
+                            __len_a_ptr,
+                            8usize,
+                          ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                      + __f0 / 64usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_9,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                              + __f0 / 64usize);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
+                                            + __f0 / 64usize);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_ak,
+                                ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_a_ptr,
+                              __len_a_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::report_fault_at(
+                            __badp,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                  } else {
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            __pb0[0usize],
+                          );
+                          if __pb0[0usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            (__b as *mut u8).wrapping_add(1)
+                              as *mut ::kernel_std::__private::device::F16
+                          }
+                        },
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if {
+                        let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x4,
+                          __x3,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x4,
+                            __c5,
+                          )
+                      } && (__g as usize) % 16 == 0
+                        && (__inb0
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_a_ptr as usize,
+                            ) as *mut _,
+                            __len_a_ptr,
+                            8usize,
+                          ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_9,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_ak,
+                                ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_a_ptr,
+                              __len_a_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::report_fault_at(
+                            __badp,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            __pb0[1usize],
+                          );
+                          if __pb0[1usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            (__b as *mut u8).wrapping_add(1)
+                              as *mut ::kernel_std::__private::device::F16
+                          }
+                        },
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if {
+                        let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x4,
+                          __x3,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x4,
+                            __c5,
+                          )
+                      } && (__g as usize) % 16 == 0
+                        && (__inb0
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_a_ptr as usize,
+                            ) as *mut _,
+                            __len_a_ptr,
+                            8usize,
+                          ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_m_9,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_stride_am,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_ak,
+                                ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_a_ptr,
+                              __len_a_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::report_fault_at(
+                            __badp,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                  }
+                }
+                {
+                  let __off1: i64 = b_ptrs_15_off + __it * __st15;
+                  let __dst: usize = 4096usize + __buf * 8192usize;
+                  if __cols1 {
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            __pb1[0usize],
+                          );
+                          if __pb1[0usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            (__b as *mut u8).wrapping_add(1)
+                              as *mut ::kernel_std::__private::device::F16
+                          }
+                        },
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if (true
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )) && (__g as usize) % 16 == 0
+                        && (__inb1
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_b_ptr as usize,
+                            ) as *mut _,
+                            __len_b_ptr,
+                            8usize,
+                          ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                      + __f0 / 32usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_10,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                              + __f0 / 32usize);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_b_ptr,
+                              __len_b_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::report_fault_at(
+                            __badp,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            __pb1[1usize],
+                          );
+                          if __pb1[1usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            (__b as *mut u8).wrapping_add(1)
+                              as *mut ::kernel_std::__private::device::F16
+                          }
+                        },
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if (true
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
+                                    + __f0 / 32usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        )) && (__g as usize) % 16 == 0
+                        && (__inb1
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_b_ptr as usize,
+                            ) as *mut _,
+                            __len_b_ptr,
+                            8usize,
+                          ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                      + __f0 / 32usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                            + __f0 / 32usize);
+                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_10,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = ((__f0 % 32usize + __i) * 64usize
+                                              + __f0 / 32usize);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_b_ptr,
+                              __len_b_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::report_fault_at(
+                            __badp,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                  } else {
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            __pb1[0usize],
+                          );
+                          if __pb1[0usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            (__b as *mut u8).wrapping_add(1)
+                              as *mut ::kernel_std::__private::device::F16
+                          }
+                        },
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ) && (__g as usize) % 16 == 0
+                        && (__inb1
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_b_ptr as usize,
+                            ) as *mut _,
+                            __len_b_ptr,
+                            8usize,
+                          ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_10,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_b_ptr,
+                              __len_b_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::report_fault_at(
+                            __badp,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            __pb1[1usize],
+                          );
+                          if __pb1[1usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            (__b as *mut u8).wrapping_add(1)
+                              as *mut ::kernel_std::__private::device::F16
+                          }
+                        },
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      ) && (__g as usize) % 16 == 0
+                        && (__inb1
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_b_ptr as usize,
+                            ) as *mut _,
+                            __len_b_ptr,
+                            8usize,
+                          ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_17,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                  split_k_2,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_k_1,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_stride_bk,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        pid_n_10,
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          64i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                  __p_stride_bn,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_b_ptr,
+                              __len_b_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::report_fault_at(
+                            __badp,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+            ::kernel_std::__private::device::cp_async_commit();
+            if __cols1 {
+              if __cols0 {
+                {
+                  let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                    __lane,
+                  );
+                  {
+                    let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                      + (0usize + __cb * 8192usize) as u32;
+                    let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                      + (0usize + __cb * 8192usize + 4096usize) as u32;
+                    ::kernel_std::__private::device::unroll::<
+                      2usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__ks: usize| {
+                        let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+                        ::kernel_std::__private::device::unroll::<
+                          2usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            __af[__i] = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                              __sa
+                                + (({
+                                  let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
+                                  __r * 64usize
+                                    + (((((__warp / 2usize) * 32usize + __i * 16) / 8
+                                      + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) * 2) as u32,
+                            );
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          2usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__jp: usize| {
+                            let __bq = ::kernel_std::__private::device::ldmatrix_x4(
+                              __sb
+                                + (({
+                                  let __r: usize = ((__warp % 2usize) * 4usize + 2 * __jp
+                                    + __lane / 16) * 8 + __lane % 8;
+                                  __r * 32usize
+                                    + (((__ks * 2 + (__lane / 8) % 2)
+                                      ^ ((__r / 2usize) % 4usize)) * 8)
+                                }) * 2) as u32,
+                            );
+                            ::kernel_std::__private::device::unroll::<
+                              2usize,
+                              _,
+                            >(
+                              #[inline(always)]
+                              |__i: usize| {
+                                let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                                let __d = ::kernel_std::__private::device::mma_f16(
+                                  __af[__i],
+                                  [__bq[0], __bq[1]],
+                                  [
+                                    accumulator_16[__b],
+                                    accumulator_16[__b + 1],
+                                    accumulator_16[__b + 2],
+                                    accumulator_16[__b + 3],
+                                  ],
+                                );
+                                accumulator_16[__b] = __d[0];
+                                accumulator_16[__b + 1] = __d[1];
+                                accumulator_16[__b + 2] = __d[2];
+                                accumulator_16[__b + 3] = __d[3];
+                              },
+                            );
+                            ::kernel_std::__private::device::unroll::<
+                              2usize,
+                              _,
+                            >(
+                              #[inline(always)]
+                              |__i: usize| {
+                                let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                                let __d = ::kernel_std::__private::device::mma_f16(
+                                  __af[__i],
+                                  [__bq[2], __bq[3]],
+                                  [
+                                    accumulator_16[__b],
+                                    accumulator_16[__b + 1],
+                                    accumulator_16[__b + 2],
+                                    accumulator_16[__b + 3],
+                                  ],
+                                );
+                                accumulator_16[__b] = __d[0];
+                                accumulator_16[__b + 1] = __d[1];
+                                accumulator_16[__b + 2] = __d[2];
+                                accumulator_16[__b + 3] = __d[3];
+                              },
+                            );
+                          },
+                        );
+                      },
+                    );
+                  }
+                }
+              } else {
+                {
+                  let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                    __lane,
+                  );
+                  {
+                    let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                      + (0usize + __cb * 8192usize) as u32;
+                    let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                      + (0usize + __cb * 8192usize + 4096usize) as u32;
+                    ::kernel_std::__private::device::unroll::<
+                      2usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__ks: usize| {
+                        let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+                        ::kernel_std::__private::device::unroll::<
+                          2usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                              __sa
+                                + (({
+                                  let __r: usize = (__warp / 2usize) * 32usize + __i * 16
+                                    + __lane % 16;
+                                  __r * 32usize
+                                    + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                                      * 8)
+                                }) * 2) as u32,
+                            );
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          2usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__jp: usize| {
+                            let __bq = ::kernel_std::__private::device::ldmatrix_x4(
+                              __sb
+                                + (({
+                                  let __r: usize = ((__warp % 2usize) * 4usize + 2 * __jp
+                                    + __lane / 16) * 8 + __lane % 8;
+                                  __r * 32usize
+                                    + (((__ks * 2 + (__lane / 8) % 2)
+                                      ^ ((__r / 2usize) % 4usize)) * 8)
+                                }) * 2) as u32,
+                            );
+                            ::kernel_std::__private::device::unroll::<
+                              2usize,
+                              _,
+                            >(
+                              #[inline(always)]
+                              |__i: usize| {
+                                let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                                let __d = ::kernel_std::__private::device::mma_f16(
+                                  __af[__i],
+                                  [__bq[0], __bq[1]],
+                                  [
+                                    accumulator_16[__b],
+                                    accumulator_16[__b + 1],
+                                    accumulator_16[__b + 2],
+                                    accumulator_16[__b + 3],
+                                  ],
+                                );
+                                accumulator_16[__b] = __d[0];
+                                accumulator_16[__b + 1] = __d[1];
+                                accumulator_16[__b + 2] = __d[2];
+                                accumulator_16[__b + 3] = __d[3];
+                              },
+                            );
+                            ::kernel_std::__private::device::unroll::<
+                              2usize,
+                              _,
+                            >(
+                              #[inline(always)]
+                              |__i: usize| {
+                                let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                                let __d = ::kernel_std::__private::device::mma_f16(
+                                  __af[__i],
+                                  [__bq[2], __bq[3]],
+                                  [
+                                    accumulator_16[__b],
+                                    accumulator_16[__b + 1],
+                                    accumulator_16[__b + 2],
+                                    accumulator_16[__b + 3],
+                                  ],
+                                );
+                                accumulator_16[__b] = __d[0];
+                                accumulator_16[__b + 1] = __d[1];
+                                accumulator_16[__b + 2] = __d[2];
+                                accumulator_16[__b + 3] = __d[3];
+                              },
+                            );
+                          },
+                        );
+                      },
+                    );
+                  }
+                }
+              }
+            } else {
+              if __cols0 {
+                {
+                  let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                    __lane,
+                  );
+                  {
+                    let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                      + (0usize + __cb * 8192usize) as u32;
+                    let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                      + (0usize + __cb * 8192usize + 4096usize) as u32;
+                    ::kernel_std::__private::device::unroll::<
+                      2usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__ks: usize| {
+                        let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+                        ::kernel_std::__private::device::unroll::<
+                          2usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            __af[__i] = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                              __sa
+                                + (({
+                                  let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
+                                  __r * 64usize
+                                    + (((((__warp / 2usize) * 32usize + __i * 16) / 8
+                                      + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) * 2) as u32,
+                            );
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          2usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__jp: usize| {
+                            let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                              __sb
+                                + (({
+                                  let __r: usize = __ks * 16 + __lane % 16;
+                                  __r * 64usize
+                                    + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
+                                      ^ ((__r / 1usize) % 8usize)) * 8)
+                                }) * 2) as u32,
+                            );
+                            ::kernel_std::__private::device::unroll::<
+                              2usize,
+                              _,
+                            >(
+                              #[inline(always)]
+                              |__i: usize| {
+                                let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                                let __d = ::kernel_std::__private::device::mma_f16(
+                                  __af[__i],
+                                  [__bq[0], __bq[1]],
+                                  [
+                                    accumulator_16[__b],
+                                    accumulator_16[__b + 1],
+                                    accumulator_16[__b + 2],
+                                    accumulator_16[__b + 3],
+                                  ],
+                                );
+                                accumulator_16[__b] = __d[0];
+                                accumulator_16[__b + 1] = __d[1];
+                                accumulator_16[__b + 2] = __d[2];
+                                accumulator_16[__b + 3] = __d[3];
+                              },
+                            );
+                            ::kernel_std::__private::device::unroll::<
+                              2usize,
+                              _,
+                            >(
+                              #[inline(always)]
+                              |__i: usize| {
+                                let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                                let __d = ::kernel_std::__private::device::mma_f16(
+                                  __af[__i],
+                                  [__bq[2], __bq[3]],
+                                  [
+                                    accumulator_16[__b],
+                                    accumulator_16[__b + 1],
+                                    accumulator_16[__b + 2],
+                                    accumulator_16[__b + 3],
+                                  ],
+                                );
+                                accumulator_16[__b] = __d[0];
+                                accumulator_16[__b + 1] = __d[1];
+                                accumulator_16[__b + 2] = __d[2];
+                                accumulator_16[__b + 3] = __d[3];
+                              },
+                            );
+                          },
+                        );
+                      },
+                    );
+                  }
+                }
+              } else {
+                {
+                  let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __cb * 8192usize) as u32;
+                  let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __cb * 8192usize + 4096usize) as u32;
+                  ::kernel_std::__private::device::unroll::<
+                    2usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__ks: usize| {
+                      let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+                      ::kernel_std::__private::device::unroll::<
+                        2usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                            __sa
+                              + (({
+                                let __r: usize = (__warp / 2usize) * 32usize + __i * 16
+                                  + __lane % 16;
+                                __r * 32usize
+                                  + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                                    * 8)
+                              }) * 2) as u32,
+                          );
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        2usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__jp: usize| {
+                          let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                            __sb
+                              + (({
+                                let __r: usize = __ks * 16 + __lane % 16;
+                                __r * 64usize
+                                  + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
+                                    ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) * 2) as u32,
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            2usize,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                              let __d = ::kernel_std::__private::device::mma_f16(
+                                __af[__i],
+                                [__bq[0], __bq[1]],
+                                [
+                                  accumulator_16[__b],
+                                  accumulator_16[__b + 1],
+                                  accumulator_16[__b + 2],
+                                  accumulator_16[__b + 3],
+                                ],
+                              );
+                              accumulator_16[__b] = __d[0];
+                              accumulator_16[__b + 1] = __d[1];
+                              accumulator_16[__b + 2] = __d[2];
+                              accumulator_16[__b + 3] = __d[3];
+                            },
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            2usize,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                              let __d = ::kernel_std::__private::device::mma_f16(
+                                __af[__i],
+                                [__bq[2], __bq[3]],
+                                [
+                                  accumulator_16[__b],
+                                  accumulator_16[__b + 1],
+                                  accumulator_16[__b + 2],
+                                  accumulator_16[__b + 3],
+                                ],
+                              );
+                              accumulator_16[__b] = __d[0];
+                              accumulator_16[__b + 1] = __d[1];
+                              accumulator_16[__b + 2] = __d[2];
+                              accumulator_16[__b + 3] = __d[3];
+                            },
+                          );
+                        },
+                      );
+                    },
+                  );
+                }
+              }
+            }
+            __ci += 1;
+            __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
+            __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
+          }
         }
       } else {
-        ::core::hint::cold_path();
-        let mut __pi: i64 = 0;
-        while __pi < 2i64 {
-          if __pi < __n {
-            {
-              let __it: i64 = __pi;
-              let k_17: i32 = ((__start as i64) + __it * (__step as i64))
-                as i32;
-              let __buf: usize = __pi as usize;
-              {
-                let __off0: i64 = a_ptrs_14_off + __it * __st14;
-                let __dst: usize = 0usize + __buf * 8192usize;
-                if __cols0 {
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[0usize],
-                        );
-                        if __pb0[0usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    ) && (__g as usize) % 16 == 0
-                      && (__inb0
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_a_ptr as usize,
-                          ) as *mut _,
-                          __len_a_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                            + __f0 / 64usize);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[1usize],
-                        );
-                        if __pb0[1usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    ) && (__g as usize) % 16 == 0
-                      && (__inb0
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_a_ptr as usize,
-                          ) as *mut _,
-                          __len_a_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                            + __f0 / 64usize);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                } else {
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[0usize],
-                        );
-                        if __pb0[0usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
-                        )
-                    } && (__g as usize) % 16 == 0
-                      && (__inb0
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_a_ptr as usize,
-                          ) as *mut _,
-                          __len_a_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[1usize],
-                        );
-                        if __pb0[1usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
-                        )
-                    } && (__g as usize) % 16 == 0
-                      && (__inb0
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_a_ptr as usize,
-                          ) as *mut _,
-                          __len_a_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                }
-              }
-              {
-                let __off1: i64 = b_ptrs_15_off + __it * __st15;
-                let __dst: usize = 4096usize + __buf * 8192usize;
-                if __cols1 {
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[0usize],
-                        );
-                        if __pb1[0usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )) && (__g as usize) % 16 == 0
-                      && (__inb1
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_b_ptr as usize,
-                          ) as *mut _,
-                          __len_b_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                          + __f0 / 32usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                            + __f0 / 32usize);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[1usize],
-                        );
-                        if __pb1[1usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )) && (__g as usize) % 16 == 0
-                      && (__inb1
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_b_ptr as usize,
-                          ) as *mut _,
-                          __len_b_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                          + __f0 / 32usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                            + __f0 / 32usize);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                } else {
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[0usize],
-                        );
-                        if __pb1[0usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    ) && (__g as usize) % 16 == 0
-                      && (__inb1
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_b_ptr as usize,
-                          ) as *mut _,
-                          __len_b_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[1usize],
-                        );
-                        if __pb1[1usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    ) && (__g as usize) % 16 == 0
-                      && (__inb1
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_b_ptr as usize,
-                          ) as *mut _,
-                          __len_b_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                }
-              }
-            }
-          }
-          ::kernel_std::__private::device::cp_async_commit();
-          __pi += 1;
+        let __w: u32 = ::kernel_std::__private::device::smem_addr()
+          + 24576usize as u32;
+        if __tid == 0 {
+          ::kernel_std::__private::device::store(
+            __smem.add(24576usize) as *mut u32,
+            1u32,
+          );
         }
-        let mut __ci: i64 = 0;
-        let mut __cbu: u32 = 0;
-        let mut __nbu: u32 = 2u32;
-        while __ci < __n {
-          ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
+        ::kernel_std::__private::device::bar_sync();
+        let __proved: bool = {
+          ::kernel_std::__private::device::smem_and(
+            __w,
+            (true && __inb0 && __inb1) as u32,
+          );
           ::kernel_std::__private::device::bar_sync();
-          let __cb: usize = __cbu as usize;
-          let __nx: i64 = __ci + 2i64;
-          if __nx < __n {
+          ::kernel_std::__private::device::load(
+            __smem.add(24576usize) as *mut u32,
+          ) != 0
+        };
+        if __proved {
+          let mut __pi: i64 = 0;
+          while __pi < 2i64 {
+            if __pi < __n {
+              {
+                let __it: i64 = __pi;
+                let k_17: i32 = ((__start as i64) + __it * (__step as i64))
+                  as i32;
+                let __buf: usize = __pi as usize;
+                {
+                  let __off0: i64 = a_ptrs_14_off + __it * __st14;
+                  let __dst: usize = 0usize + __buf * 8192usize;
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[1usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                }
+                {
+                  let __off1: i64 = b_ptrs_15_off + __it * __st15;
+                  let __dst: usize = 4096usize + __buf * 8192usize;
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                }
+              }
+            }
+            ::kernel_std::__private::device::cp_async_commit();
+            __pi += 1;
+          }
+          let mut __ci: i64 = 0;
+          let mut __cbu: u32 = 0;
+          let mut __nbu: u32 = 2u32;
+          while __ci < __n {
+            ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
+            ::kernel_std::__private::device::bar_sync();
+            let __cb: usize = __cbu as usize;
+            let __nx: i64 = __ci + 2i64;
+            if __nx < __n {
+              {
+                let __it: i64 = __nx;
+                let k_17: i32 = ((__start as i64) + __it * (__step as i64))
+                  as i32;
+                let __buf: usize = __nbu as usize;
+                {
+                  let __off0: i64 = a_ptrs_14_off + __it * __st14;
+                  let __dst: usize = 0usize + __buf * 8192usize;
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[1usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                }
+                {
+                  let __off1: i64 = b_ptrs_15_off + __it * __st15;
+                  let __dst: usize = 4096usize + __buf * 8192usize;
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                }
+              }
+            }
+            ::kernel_std::__private::device::cp_async_commit();
             {
-              let __it: i64 = __nx;
-              let k_17: i32 = ((__start as i64) + __it * (__step as i64))
-                as i32;
-              let __buf: usize = __nbu as usize;
+              let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                + (0usize + __cb * 8192usize) as u32;
+              let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                + (0usize + __cb * 8192usize + 4096usize) as u32;
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__ks: usize| {
+                  let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+                  ::kernel_std::__private::device::unroll::<
+                    2usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                        __sa
+                          + (({
+                            let __r: usize = (__warp / 2usize) * 32usize + __i * 16
+                              + __lane % 16;
+                            __r * 32usize
+                              + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                                * 8)
+                          }) * 2) as u32,
+                      );
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    2usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__jp: usize| {
+                      let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sb
+                          + (({
+                            let __r: usize = __ks * 16 + __lane % 16;
+                            __r * 64usize
+                              + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
+                                ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        2usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                          let __d = ::kernel_std::__private::device::mma_f16(
+                            __af[__i],
+                            [__bq[0], __bq[1]],
+                            [
+                              accumulator_16[__b],
+                              accumulator_16[__b + 1],
+                              accumulator_16[__b + 2],
+                              accumulator_16[__b + 3],
+                            ],
+                          );
+                          accumulator_16[__b] = __d[0];
+                          accumulator_16[__b + 1] = __d[1];
+                          accumulator_16[__b + 2] = __d[2];
+                          accumulator_16[__b + 3] = __d[3];
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        2usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                          let __d = ::kernel_std::__private::device::mma_f16(
+                            __af[__i],
+                            [__bq[2], __bq[3]],
+                            [
+                              accumulator_16[__b],
+                              accumulator_16[__b + 1],
+                              accumulator_16[__b + 2],
+                              accumulator_16[__b + 3],
+                            ],
+                          );
+                          accumulator_16[__b] = __d[0];
+                          accumulator_16[__b + 1] = __d[1];
+                          accumulator_16[__b + 2] = __d[2];
+                          accumulator_16[__b + 3] = __d[3];
+                        },
+                      );
+                    },
+                  );
+                },
+              );
+            }
+            __ci += 1;
+            __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
+            __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
+          }
+        } else {
+          ::core::hint::cold_path();
+          let mut __pi: i64 = 0;
+          while __pi < 2i64 {
+            if __pi < __n {
               {
-                let __off0: i64 = a_ptrs_14_off + __it * __st14;
-                let __dst: usize = 0usize + __buf * 8192usize;
-                if __cols0 {
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[0usize],
-                        );
-                        if __pb0[0usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    ) && (__g as usize) % 16 == 0
-                      && (__inb0
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_a_ptr as usize,
-                          ) as *mut _,
-                          __len_a_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                            + __f0 / 64usize);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[1usize],
-                        );
-                        if __pb0[1usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    ) && (__g as usize) % 16 == 0
-                      && (__inb0
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_a_ptr as usize,
-                          ) as *mut _,
-                          __len_a_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                            + __f0 / 64usize);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                } else {
+                let __it: i64 = __pi;
+                let k_17: i32 = ((__start as i64) + __it * (__step as i64))
+                  as i32;
+                let __buf: usize = __pi as usize;
+                {
+                  let __off0: i64 = a_ptrs_14_off + __it * __st14;
+                  let __dst: usize = 0usize + __buf * 8192usize;
                   {
                     let __c: usize = 0usize * 128usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -8776,7 +12331,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -8791,7 +12346,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             }) as i32,
                           ),
                       );
-                      let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -8806,7 +12361,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             }) as i32,
                           ),
                       );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_17,
@@ -8819,12 +12374,12 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
+                        __x7,
+                        __x6,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
+                          __x7,
+                          __c8,
                         )
                     } && (__g as usize) % 16 == 0
                       && (__inb0
@@ -8993,7 +12548,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -9008,7 +12563,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             }) as i32,
                           ),
                       );
-                      let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -9023,7 +12578,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             }) as i32,
                           ),
                       );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_17,
@@ -9036,12 +12591,12 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
+                        __x7,
+                        __x6,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
+                          __x7,
+                          __c8,
                         )
                     } && (__g as usize) % 16 == 0
                       && (__inb0
@@ -9179,830 +12734,9 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                     }
                   }
                 }
-              }
-              {
-                let __off1: i64 = b_ptrs_15_off + __it * __st15;
-                let __dst: usize = 4096usize + __buf * 8192usize;
-                if __cols1 {
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[0usize],
-                        );
-                        if __pb1[0usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )) && (__g as usize) % 16 == 0
-                      && (__inb1
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_b_ptr as usize,
-                          ) as *mut _,
-                          __len_b_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                          + __f0 / 32usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                            + __f0 / 32usize);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[1usize],
-                        );
-                        if __pb1[1usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if (true
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )) && (__g as usize) % 16 == 0
-                      && (__inb1
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_b_ptr as usize,
-                          ) as *mut _,
-                          __len_b_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                          + __f0 / 32usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                            + __f0 / 32usize);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                } else {
+                {
+                  let __off1: i64 = b_ptrs_15_off + __it * __st15;
+                  let __dst: usize = 4096usize + __buf * 8192usize;
                   {
                     let __c: usize = 0usize * 128usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -10394,248 +13128,922 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 }
               }
             }
+            ::kernel_std::__private::device::cp_async_commit();
+            __pi += 1;
           }
-          ::kernel_std::__private::device::cp_async_commit();
-          if __cols1 {
-            if __cols0 {
+          let mut __ci: i64 = 0;
+          let mut __cbu: u32 = 0;
+          let mut __nbu: u32 = 2u32;
+          while __ci < __n {
+            ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
+            ::kernel_std::__private::device::bar_sync();
+            let __cb: usize = __cbu as usize;
+            let __nx: i64 = __ci + 2i64;
+            if __nx < __n {
               {
-                let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                  __lane,
-                );
+                let __it: i64 = __nx;
+                let k_17: i32 = ((__start as i64) + __it * (__step as i64))
+                  as i32;
+                let __buf: usize = __nbu as usize;
                 {
-                  let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 8192usize) as u32;
-                  let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 8192usize + 4096usize) as u32;
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__ks: usize| {
-                      let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          __af[__i] = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                            __sa
-                              + (({
-                                let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
-                                __r * 64usize
-                                  + (((((__warp / 2usize) * 32usize + __i * 16) / 8
-                                    + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) * 2) as u32,
-                          );
-                        },
+                  let __off0: i64 = a_ptrs_14_off + __it * __st14;
+                  let __dst: usize = 0usize + __buf * 8192usize;
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
                       );
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__jp: usize| {
-                          let __bq = ::kernel_std::__private::device::ldmatrix_x4(
-                            __sb
-                              + (({
-                                let __r: usize = ((__warp % 2usize) * 4usize + 2 * __jp
-                                  + __lane / 16) * 8 + __lane % 8;
-                                __r * 32usize
-                                  + (((__ks * 2 + (__lane / 8) % 2)
-                                    ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) * 2) as u32,
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            2usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[0], __bq[1]],
-                                [
-                                  accumulator_16[__b],
-                                  accumulator_16[__b + 1],
-                                  accumulator_16[__b + 2],
-                                  accumulator_16[__b + 3],
-                                ],
-                              );
-                              accumulator_16[__b] = __d[0];
-                              accumulator_16[__b + 1] = __d[1];
-                              accumulator_16[__b + 2] = __d[2];
-                              accumulator_16[__b + 3] = __d[3];
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            2usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[2], __bq[3]],
-                                [
-                                  accumulator_16[__b],
-                                  accumulator_16[__b + 1],
-                                  accumulator_16[__b + 2],
-                                  accumulator_16[__b + 3],
-                                ],
-                              );
-                              accumulator_16[__b] = __d[0];
-                              accumulator_16[__b + 1] = __d[1];
-                              accumulator_16[__b + 2] = __d[2];
-                              accumulator_16[__b + 3] = __d[3];
-                            },
-                          );
-                        },
+                      let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
                       );
-                    },
-                  );
+                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x7,
+                        __x6,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x7,
+                          __c8,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[1usize],
+                        );
+                        if __pb0[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x7,
+                        __x6,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x7,
+                          __c8,
+                        )
+                    } && (__g as usize) % 16 == 0
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
                 }
-              }
-            } else {
-              {
-                let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                  __lane,
-                );
                 {
-                  let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 8192usize) as u32;
-                  let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 8192usize + 4096usize) as u32;
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__ks: usize| {
-                      let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                            __sa
-                              + (({
-                                let __r: usize = (__warp / 2usize) * 32usize + __i * 16
-                                  + __lane % 16;
-                                __r * 32usize
-                                  + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                    * 8)
-                              }) * 2) as u32,
-                          );
-                        },
+                  let __off1: i64 = b_ptrs_15_off + __it * __st15;
+                  let __dst: usize = 4096usize + __buf * 8192usize;
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
                       );
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__jp: usize| {
-                          let __bq = ::kernel_std::__private::device::ldmatrix_x4(
-                            __sb
-                              + (({
-                                let __r: usize = ((__warp % 2usize) * 4usize + 2 * __jp
-                                  + __lane / 16) * 8 + __lane % 8;
-                                __r * 32usize
-                                  + (((__ks * 2 + (__lane / 8) % 2)
-                                    ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) * 2) as u32,
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            2usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[0], __bq[1]],
-                                [
-                                  accumulator_16[__b],
-                                  accumulator_16[__b + 1],
-                                  accumulator_16[__b + 2],
-                                  accumulator_16[__b + 3],
-                                ],
-                              );
-                              accumulator_16[__b] = __d[0];
-                              accumulator_16[__b + 1] = __d[1];
-                              accumulator_16[__b + 2] = __d[2];
-                              accumulator_16[__b + 3] = __d[3];
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            2usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[2], __bq[3]],
-                                [
-                                  accumulator_16[__b],
-                                  accumulator_16[__b + 1],
-                                  accumulator_16[__b + 2],
-                                  accumulator_16[__b + 3],
-                                ],
-                              );
-                              accumulator_16[__b] = __d[0];
-                              accumulator_16[__b + 1] = __d[1];
-                              accumulator_16[__b + 2] = __d[2];
-                              accumulator_16[__b + 3] = __d[3];
-                            },
-                          );
-                        },
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
                       );
-                    },
-                  );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          (__b as *mut u8).wrapping_add(1)
+                            as *mut ::kernel_std::__private::device::F16
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      ),
+                    ) && (__g as usize) % 16 == 0
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                    {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_k_1,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_17,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                                split_k_2,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_k_1,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_10,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
                 }
               }
             }
-          } else {
-            if __cols0 {
-              {
-                let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                  __lane,
-                );
-                {
-                  let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 8192usize) as u32;
-                  let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 8192usize + 4096usize) as u32;
+            ::kernel_std::__private::device::cp_async_commit();
+            {
+              let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                + (0usize + __cb * 8192usize) as u32;
+              let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                + (0usize + __cb * 8192usize + 4096usize) as u32;
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__ks: usize| {
+                  let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
                   ::kernel_std::__private::device::unroll::<
                     2usize,
                     _,
                   >(
                     #[inline(always)]
-                    |__ks: usize| {
-                      let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+                    |__i: usize| {
+                      __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                        __sa
+                          + (({
+                            let __r: usize = (__warp / 2usize) * 32usize + __i * 16
+                              + __lane % 16;
+                            __r * 32usize
+                              + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                                * 8)
+                          }) * 2) as u32,
+                      );
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    2usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__jp: usize| {
+                      let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sb
+                          + (({
+                            let __r: usize = __ks * 16 + __lane % 16;
+                            __r * 64usize
+                              + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
+                                ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) * 2) as u32,
+                      );
                       ::kernel_std::__private::device::unroll::<
                         2usize,
                         _,
                       >(
                         #[inline(always)]
                         |__i: usize| {
-                          __af[__i] = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                            __sa
-                              + (({
-                                let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
-                                __r * 64usize
-                                  + (((((__warp / 2usize) * 32usize + __i * 16) / 8
-                                    + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) * 2) as u32,
+                          let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                          let __d = ::kernel_std::__private::device::mma_f16(
+                            __af[__i],
+                            [__bq[0], __bq[1]],
+                            [
+                              accumulator_16[__b],
+                              accumulator_16[__b + 1],
+                              accumulator_16[__b + 2],
+                              accumulator_16[__b + 3],
+                            ],
                           );
+                          accumulator_16[__b] = __d[0];
+                          accumulator_16[__b + 1] = __d[1];
+                          accumulator_16[__b + 2] = __d[2];
+                          accumulator_16[__b + 3] = __d[3];
                         },
                       );
                       ::kernel_std::__private::device::unroll::<
@@ -10643,170 +14051,33 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         _,
                       >(
                         #[inline(always)]
-                        |__jp: usize| {
-                          let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                            __sb
-                              + (({
-                                let __r: usize = __ks * 16 + __lane % 16;
-                                __r * 64usize
-                                  + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
-                                    ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) * 2) as u32,
+                        |__i: usize| {
+                          let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                          let __d = ::kernel_std::__private::device::mma_f16(
+                            __af[__i],
+                            [__bq[2], __bq[3]],
+                            [
+                              accumulator_16[__b],
+                              accumulator_16[__b + 1],
+                              accumulator_16[__b + 2],
+                              accumulator_16[__b + 3],
+                            ],
                           );
-                          ::kernel_std::__private::device::unroll::<
-                            2usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[0], __bq[1]],
-                                [
-                                  accumulator_16[__b],
-                                  accumulator_16[__b + 1],
-                                  accumulator_16[__b + 2],
-                                  accumulator_16[__b + 3],
-                                ],
-                              );
-                              accumulator_16[__b] = __d[0];
-                              accumulator_16[__b + 1] = __d[1];
-                              accumulator_16[__b + 2] = __d[2];
-                              accumulator_16[__b + 3] = __d[3];
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            2usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[2], __bq[3]],
-                                [
-                                  accumulator_16[__b],
-                                  accumulator_16[__b + 1],
-                                  accumulator_16[__b + 2],
-                                  accumulator_16[__b + 3],
-                                ],
-                              );
-                              accumulator_16[__b] = __d[0];
-                              accumulator_16[__b + 1] = __d[1];
-                              accumulator_16[__b + 2] = __d[2];
-                              accumulator_16[__b + 3] = __d[3];
-                            },
-                          );
+                          accumulator_16[__b] = __d[0];
+                          accumulator_16[__b + 1] = __d[1];
+                          accumulator_16[__b + 2] = __d[2];
+                          accumulator_16[__b + 3] = __d[3];
                         },
                       );
                     },
                   );
-                }
-              }
-            } else {
-              {
-                let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                  + (0usize + __cb * 8192usize) as u32;
-                let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                  + (0usize + __cb * 8192usize + 4096usize) as u32;
-                ::kernel_std::__private::device::unroll::<
-                  2usize,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__ks: usize| {
-                    let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                          __sa
-                            + (({
-                              let __r: usize = (__warp / 2usize) * 32usize + __i * 16
-                                + __lane % 16;
-                              __r * 32usize
-                                + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                  * 8)
-                            }) * 2) as u32,
-                        );
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__jp: usize| {
-                        let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                          __sb
-                            + (({
-                              let __r: usize = __ks * 16 + __lane % 16;
-                              __r * 64usize
-                                + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
-                                  ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) * 2) as u32,
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                            let __d = ::kernel_std::__private::device::mma_f16(
-                              __af[__i],
-                              [__bq[0], __bq[1]],
-                              [
-                                accumulator_16[__b],
-                                accumulator_16[__b + 1],
-                                accumulator_16[__b + 2],
-                                accumulator_16[__b + 3],
-                              ],
-                            );
-                            accumulator_16[__b] = __d[0];
-                            accumulator_16[__b + 1] = __d[1];
-                            accumulator_16[__b + 2] = __d[2];
-                            accumulator_16[__b + 3] = __d[3];
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                            let __d = ::kernel_std::__private::device::mma_f16(
-                              __af[__i],
-                              [__bq[2], __bq[3]],
-                              [
-                                accumulator_16[__b],
-                                accumulator_16[__b + 1],
-                                accumulator_16[__b + 2],
-                                accumulator_16[__b + 3],
-                              ],
-                            );
-                            accumulator_16[__b] = __d[0];
-                            accumulator_16[__b + 1] = __d[1];
-                            accumulator_16[__b + 2] = __d[2];
-                            accumulator_16[__b + 3] = __d[3];
-                          },
-                        );
-                      },
-                    );
-                  },
-                );
-              }
+                },
+              );
             }
+            __ci += 1;
+            __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
+            __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
           }
-          __ci += 1;
-          __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
-          __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
         }
       }
       ::kernel_std::__private::device::cp_async_wait_all();
