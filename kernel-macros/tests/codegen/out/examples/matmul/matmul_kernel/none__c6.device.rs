@@ -149,120 +149,6 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
           __p_stride_bk,
         ),
       );
-      let __cols0: bool = {
-        let (__q0, __q1, __qr) = (
-          ::kernel_std::__private::device::ptr_add(
-            __p_a_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 0usize;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                ),
-                __p_stride_am,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = 0usize;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_stride_ak,
-              ),
-            ),
-          ),
-          ::kernel_std::__private::device::ptr_add(
-            __p_a_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 1usize;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                ),
-                __p_stride_am,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = 1usize;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_stride_ak,
-              ),
-            ),
-          ),
-          ::kernel_std::__private::device::ptr_add(
-            __p_a_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 32usize;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                ),
-                __p_stride_am,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = 32usize;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_stride_ak,
-              ),
-            ),
-          ),
-        );
-        (__q1 as usize) != (__q0 as usize) + 2usize
-          && (__qr as usize) == (__q0 as usize) + 2usize
-      };
       let mut __pb0: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
       let mut __lo0: i64 = i64::MAX;
       let mut __hi0: i64 = i64::MIN;
@@ -284,11 +170,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 0usize)
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -301,11 +183,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 0usize)
-                  });
+                  let __pf: usize = (__f0 + 0usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -325,11 +203,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 1usize)
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -342,11 +216,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 1usize)
-                  });
+                  let __pf: usize = (__f0 + 1usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -366,11 +236,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 2usize)
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -383,11 +249,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 2usize)
-                  });
+                  let __pf: usize = (__f0 + 2usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -407,11 +269,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 3usize)
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -424,11 +282,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 3usize)
-                  });
+                  let __pf: usize = (__f0 + 3usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -448,11 +302,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 4usize)
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -465,11 +315,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 4usize)
-                  });
+                  let __pf: usize = (__f0 + 4usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -489,11 +335,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 5usize)
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -506,11 +348,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 5usize)
-                  });
+                  let __pf: usize = (__f0 + 5usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -530,11 +368,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 6usize)
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -547,11 +381,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 6usize)
-                  });
+                  let __pf: usize = (__f0 + 6usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -571,11 +401,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 7usize)
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -588,11 +414,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 7usize)
-                  });
+                  let __pf: usize = (__f0 + 7usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -686,11 +508,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 0usize)
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -703,11 +521,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 0usize)
-                  });
+                  let __pf: usize = (__f0 + 0usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -727,11 +541,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 1usize)
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -744,11 +554,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 1usize)
-                  });
+                  let __pf: usize = (__f0 + 1usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -768,11 +574,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 2usize)
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -785,11 +587,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 2usize)
-                  });
+                  let __pf: usize = (__f0 + 2usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -809,11 +607,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 3usize)
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -826,11 +620,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 3usize)
-                  });
+                  let __pf: usize = (__f0 + 3usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -850,11 +640,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 4usize)
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -867,11 +653,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 4usize)
-                  });
+                  let __pf: usize = (__f0 + 4usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -891,11 +673,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 5usize)
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -908,11 +686,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 5usize)
-                  });
+                  let __pf: usize = (__f0 + 5usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -932,11 +706,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 6usize)
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -949,11 +719,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 6usize)
-                  });
+                  let __pf: usize = (__f0 + 6usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -973,11 +739,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 7usize)
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -990,11 +752,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 7usize)
-                  });
+                  let __pf: usize = (__f0 + 7usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1088,11 +846,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 0usize)
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1105,11 +859,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 0usize)
-                  });
+                  let __pf: usize = (__f0 + 0usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1129,11 +879,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 1usize)
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1146,11 +892,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 1usize)
-                  });
+                  let __pf: usize = (__f0 + 1usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1170,11 +912,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 2usize)
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1187,11 +925,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 2usize)
-                  });
+                  let __pf: usize = (__f0 + 2usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1211,11 +945,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 3usize)
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1228,11 +958,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 3usize)
-                  });
+                  let __pf: usize = (__f0 + 3usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1252,11 +978,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 4usize)
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1269,11 +991,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 4usize)
-                  });
+                  let __pf: usize = (__f0 + 4usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1293,11 +1011,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 5usize)
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1310,11 +1024,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 5usize)
-                  });
+                  let __pf: usize = (__f0 + 5usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1334,11 +1044,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 6usize)
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1351,11 +1057,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 6usize)
-                  });
+                  let __pf: usize = (__f0 + 6usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1375,11 +1077,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 7usize)
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1392,11 +1090,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 7usize)
-                  });
+                  let __pf: usize = (__f0 + 7usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1490,11 +1184,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 0usize)
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1507,11 +1197,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 0usize)
-                  });
+                  let __pf: usize = (__f0 + 0usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1531,11 +1217,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 1usize)
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1548,11 +1230,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 1usize)
-                  });
+                  let __pf: usize = (__f0 + 1usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1572,11 +1250,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 2usize)
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1589,11 +1263,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 2usize)
-                  });
+                  let __pf: usize = (__f0 + 2usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1613,11 +1283,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 3usize)
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1630,11 +1296,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 3usize)
-                  });
+                  let __pf: usize = (__f0 + 3usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1654,11 +1316,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 4usize)
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1671,11 +1329,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 4usize)
-                  });
+                  let __pf: usize = (__f0 + 4usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1695,11 +1349,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 5usize)
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1712,11 +1362,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 5usize)
-                  });
+                  let __pf: usize = (__f0 + 5usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1736,11 +1382,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 6usize)
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1753,11 +1395,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 6usize)
-                  });
+                  let __pf: usize = (__f0 + 6usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1777,11 +1415,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 7usize)
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1794,11 +1428,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols0 {
-                    ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
-                  } else {
-                    (__f0 + 7usize)
-                  });
+                  let __pf: usize = (__f0 + 7usize);
                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -1903,120 +1533,6 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
         __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
           && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
       };
-      let __cols1: bool = {
-        let (__q0, __q1, __qr) = (
-          ::kernel_std::__private::device::ptr_add(
-            __p_b_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = 0usize;
-                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_stride_bk,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 0usize;
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-                __p_stride_bn,
-              ),
-            ),
-          ),
-          ::kernel_std::__private::device::ptr_add(
-            __p_b_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = 1usize;
-                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_stride_bk,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 1usize;
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-                __p_stride_bn,
-              ),
-            ),
-          ),
-          ::kernel_std::__private::device::ptr_add(
-            __p_b_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = 32usize;
-                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_stride_bk,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 32usize;
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-                __p_stride_bn,
-              ),
-            ),
-          ),
-        );
-        (__q1 as usize) != (__q0 as usize) + 2usize
-          && (__qr as usize) == (__q0 as usize) + 2usize
-      };
       let mut __pb1: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
       let mut __lo1: i64 = i64::MAX;
       let mut __hi1: i64 = i64::MIN;
@@ -2030,11 +1546,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize)
-                  } else {
-                    (__f0 + 0usize)
-                  });
+                  let __pf: usize = (__f0 + 0usize);
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -2052,11 +1564,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 0usize)
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -2071,11 +1579,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize)
-                  } else {
-                    (__f0 + 1usize)
-                  });
+                  let __pf: usize = (__f0 + 1usize);
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -2093,11 +1597,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 1usize)
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -2112,11 +1612,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize)
-                  } else {
-                    (__f0 + 2usize)
-                  });
+                  let __pf: usize = (__f0 + 2usize);
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -2134,11 +1630,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 2usize)
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -2153,11 +1645,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize)
-                  } else {
-                    (__f0 + 3usize)
-                  });
+                  let __pf: usize = (__f0 + 3usize);
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -2175,11 +1663,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 3usize)
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -2194,11 +1678,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize)
-                  } else {
-                    (__f0 + 4usize)
-                  });
+                  let __pf: usize = (__f0 + 4usize);
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -2216,11 +1696,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 4usize)
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -2235,11 +1711,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize)
-                  } else {
-                    (__f0 + 5usize)
-                  });
+                  let __pf: usize = (__f0 + 5usize);
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -2257,11 +1729,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 5usize)
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -2276,11 +1744,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize)
-                  } else {
-                    (__f0 + 6usize)
-                  });
+                  let __pf: usize = (__f0 + 6usize);
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -2298,11 +1762,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 6usize)
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -2317,11 +1777,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize)
-                  } else {
-                    (__f0 + 7usize)
-                  });
+                  let __pf: usize = (__f0 + 7usize);
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -2339,11 +1795,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 7usize)
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -2432,11 +1884,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize)
-                  } else {
-                    (__f0 + 0usize)
-                  });
+                  let __pf: usize = (__f0 + 0usize);
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -2454,11 +1902,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 0usize) * 32usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 0usize)
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -2473,11 +1917,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize)
-                  } else {
-                    (__f0 + 1usize)
-                  });
+                  let __pf: usize = (__f0 + 1usize);
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -2495,11 +1935,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 1usize)
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -2514,11 +1950,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize)
-                  } else {
-                    (__f0 + 2usize)
-                  });
+                  let __pf: usize = (__f0 + 2usize);
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -2536,11 +1968,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 2usize)
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -2555,11 +1983,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize)
-                  } else {
-                    (__f0 + 3usize)
-                  });
+                  let __pf: usize = (__f0 + 3usize);
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -2577,11 +2001,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 3usize)
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -2596,11 +2016,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize)
-                  } else {
-                    (__f0 + 4usize)
-                  });
+                  let __pf: usize = (__f0 + 4usize);
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -2618,11 +2034,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 4usize)
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -2637,11 +2049,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize)
-                  } else {
-                    (__f0 + 5usize)
-                  });
+                  let __pf: usize = (__f0 + 5usize);
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -2659,11 +2067,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 5usize)
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -2678,11 +2082,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize)
-                  } else {
-                    (__f0 + 6usize)
-                  });
+                  let __pf: usize = (__f0 + 6usize);
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -2700,11 +2100,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 6usize)
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -2719,11 +2115,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize)
-                  } else {
-                    (__f0 + 7usize)
-                  });
+                  let __pf: usize = (__f0 + 7usize);
                   0usize + ((__pf / 32usize) % 32usize) * 1usize
                 }) as i32,
               ),
@@ -2741,11 +2133,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 7usize)
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                     }) as i32,
                   ),
@@ -2853,581 +2241,930 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
         __aligned && __lo1 <= __hi1 && __lo1 + __mn + __sc1 >= 0
           && __hi1 + __mx + 8 + __sc1 <= __len_b_ptr as i64
       };
-      if false || __cols0 || __cols1 {
-        let __w: u32 = ::kernel_std::__private::device::smem_addr()
-          + 30720usize as u32;
-        if __tid == 0 {
-          ::kernel_std::__private::device::store(
-            __smem.add(30720usize) as *mut u32,
-            1u32,
-          );
-        }
+      let __w: u32 = ::kernel_std::__private::device::smem_addr()
+        + 30720usize as u32;
+      if __tid == 0 {
+        ::kernel_std::__private::device::store(
+          __smem.add(30720usize) as *mut u32,
+          1u32,
+        );
+      }
+      ::kernel_std::__private::device::bar_sync();
+      let __proved: bool = {
+        ::kernel_std::__private::device::smem_and(
+          __w,
+          (true && __inb0 && __inb1) as u32,
+        );
         ::kernel_std::__private::device::bar_sync();
-        let __proved: bool = {
-          ::kernel_std::__private::device::smem_and(
-            __w,
-            (true && __inb0 && __inb1) as u32,
-          );
+        ::kernel_std::__private::device::load(__smem.add(30720usize) as *mut u32)
+          != 0
+      };
+      if __proved {
+        let mut __pi: i64 = 0;
+        while __pi < 4i64 {
+          if __pi < __n {
+            {
+              let __it: i64 = __pi;
+              let k_15: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __buf: usize = __pi as usize;
+              {
+                let __off0: i64 = a_ptrs_12_off + __it * __st12;
+                let __dst: usize = 0usize + __buf * 6144usize;
+                {
+                  let __c: usize = 0usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[0usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[1usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[2usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[3usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+              }
+              {
+                let __off1: i64 = b_ptrs_13_off + __it * __st13;
+                let __dst: usize = 4096usize + __buf * 6144usize;
+                {
+                  let __c: usize = 0usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[0usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[1usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          __pi += 1;
+        }
+        let mut __ci: i64 = 0;
+        let mut __cbu: u32 = 0;
+        let mut __nbu: u32 = 4u32;
+        while __ci < __n {
+          ::kernel_std::__private::device::cp_async_wait_group::<3u32>();
           ::kernel_std::__private::device::bar_sync();
-          ::kernel_std::__private::device::load(
-            __smem.add(30720usize) as *mut u32,
-          ) != 0
-        };
-        if __proved {
-          let mut __pi: i64 = 0;
-          while __pi < 4i64 {
-            if __pi < __n {
+          let __cb: usize = __cbu as usize;
+          let __nx: i64 = __ci + 4i64;
+          if __nx < __n {
+            {
+              let __it: i64 = __nx;
+              let k_15: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __buf: usize = __nbu as usize;
               {
-                let __it: i64 = __pi;
-                let k_15: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __buf: usize = __pi as usize;
+                let __off0: i64 = a_ptrs_12_off + __it * __st12;
+                let __dst: usize = 0usize + __buf * 6144usize;
                 {
-                  let __off0: i64 = a_ptrs_12_off + __it * __st12;
-                  let __dst: usize = 0usize + __buf * 6144usize;
-                  if __cols0 {
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
+                  let __c: usize = 0usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[0usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
                       );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[0usize],
-                        ),
-                        __off0,
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
                       );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
                         ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[1usize],
-                        ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 2usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[2usize],
-                        ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 3usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[3usize],
-                        ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
                   } else {
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[0usize],
-                        ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x0 = (0i32)
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0);
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
-                          );
-                        let __x1 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_15,
@@ -3435,1066 +3172,133 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               32i64,
                             ),
                           ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
-                          )
-                      } {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
-                                    __p_M,
                                   ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
                                   (0i32)
                                     .wrapping_add(
                                       ({
                                         let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
-                                  __p_stride_ak,
                                 ),
+                                __p_M,
                               ),
+                              __p_stride_am,
                             ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[1usize],
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
                         ),
                         __off0,
                       );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x0 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __x1 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
                           )
-                      } {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 2usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
+                        },
                       );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[2usize],
-                        ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x0 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __x1 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
-                          )
-                      } {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 3usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[3usize],
-                        ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x0 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __x1 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
-                          )
-                      } {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
+                      __i += 1;
                     }
                   }
                 }
                 {
-                  let __off1: i64 = b_ptrs_13_off + __it * __st13;
-                  let __dst: usize = 4096usize + __buf * 6144usize;
-                  if __cols1 {
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
+                  let __c: usize = 1usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[1usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
                       );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[0usize],
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
                         ),
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if (true
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 0usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 1usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 2usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 3usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 4usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 5usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 6usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 7usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                          + __f0 / 32usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                              + __f0 / 32usize);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[1usize],
-                        ),
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if (true
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 0usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 1usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 2usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 3usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 4usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 5usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 6usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 7usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                          + __f0 / 32usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                              + __f0 / 32usize);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
                   } else {
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[0usize],
-                        ),
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                         <i32 as ::kernel_std::__private::device::Num>::sub(
@@ -4506,117 +3310,132 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             ),
                           ),
                         ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
                                         let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
-                                  __p_stride_bk,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
+                                __p_M,
                               ),
+                              __p_stride_am,
                             ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
                     }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[2usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
                       );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[1usize],
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
                         ),
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                         <i32 as ::kernel_std::__private::device::Num>::sub(
@@ -4628,1723 +3447,257 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             ),
                           ),
                         ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
                                         let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
-                                  __p_stride_bk,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
+                                __p_M,
                               ),
+                              __p_stride_am,
                             ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[3usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
                     }
                   }
                 }
               }
-            }
-            ::kernel_std::__private::device::cp_async_commit();
-            __pi += 1;
-          }
-          let mut __ci: i64 = 0;
-          let mut __cbu: u32 = 0;
-          let mut __nbu: u32 = 4u32;
-          while __ci < __n {
-            ::kernel_std::__private::device::cp_async_wait_group::<3u32>();
-            ::kernel_std::__private::device::bar_sync();
-            let __cb: usize = __cbu as usize;
-            let __nx: i64 = __ci + 4i64;
-            if __nx < __n {
               {
-                let __it: i64 = __nx;
-                let k_15: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __buf: usize = __nbu as usize;
+                let __off1: i64 = b_ptrs_13_off + __it * __st13;
+                let __dst: usize = 4096usize + __buf * 6144usize;
                 {
-                  let __off0: i64 = a_ptrs_12_off + __it * __st12;
-                  let __dst: usize = 0usize + __buf * 6144usize;
-                  if __cols0 {
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[0usize],
+                  let __c: usize = 0usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[0usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
                         ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[1usize],
-                        ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 2usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[2usize],
-                        ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 3usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[3usize],
-                        ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
                   } else {
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[0usize],
-                        ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x0 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __x1 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
-                          )
-                      } {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[1usize],
-                        ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x0 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __x1 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
-                          )
-                      } {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 2usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[2usize],
-                        ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x0 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __x1 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
-                          )
-                      } {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 3usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[3usize],
-                        ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x0 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __x1 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
-                          )
-                      } {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                  }
-                }
-                {
-                  let __off1: i64 = b_ptrs_13_off + __it * __st13;
-                  let __dst: usize = 4096usize + __buf * 6144usize;
-                  if __cols1 {
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[0usize],
-                        ),
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if (true
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 0usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 1usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 2usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 3usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 4usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 5usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 6usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 7usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                          + __f0 / 32usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                              + __f0 / 32usize);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[1usize],
-                        ),
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if (true
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 0usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 1usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 2usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 3usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 4usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 5usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 6usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 7usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                          + __f0 / 32usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                              + __f0 / 32usize);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                  } else {
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[0usize],
-                        ),
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0);
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -6357,116 +3710,116 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             ),
                           ),
                         ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
                                 ),
-                              ),
+                              __p_stride_bk,
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
                                         let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
-                                  __p_stride_bk,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
+                                __p_N,
                               ),
+                              __p_stride_bn,
                             ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[1usize],
+                          ),
                         ),
                         __off1,
                       );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[1usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0);
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 32usize) % 32usize) * 1usize
                             }) as i32,
                           ),
@@ -6479,9607 +3832,2399 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             ),
                           ),
                         ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
                                 ),
-                              ),
+                              __p_stride_bk,
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
                                         let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
-                                  __p_stride_bk,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
+                                __p_N,
                               ),
+                              __p_stride_bn,
                             ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
                     }
                   }
                 }
               }
             }
-            ::kernel_std::__private::device::cp_async_commit();
-            if __cols1 {
-              if __cols0 {
-                {
-                  let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                    __lane,
-                  );
-                  {
-                    let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 6144usize) as u32;
-                    let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 6144usize + 4096usize) as u32;
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__ks: usize| {
-                        let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            __af[__i] = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                              __sa
-                                + (({
-                                  let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
-                                  __r * 64usize
-                                    + (((((__warp / 1usize) * 32usize + __i * 16) / 8
-                                      + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__jp: usize| {
-                            let __bq = ::kernel_std::__private::device::ldmatrix_x4(
-                              __sb
-                                + (({
-                                  let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
-                                    + __lane / 16) * 8 + __lane % 8;
-                                  __r * 32usize
-                                    + (((__ks * 2 + (__lane / 8) % 2)
-                                      ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[0], __bq[1]],
-                                  [
-                                    accumulator_14[__b],
-                                    accumulator_14[__b + 1],
-                                    accumulator_14[__b + 2],
-                                    accumulator_14[__b + 3],
-                                  ],
-                                );
-                                accumulator_14[__b] = __d[0];
-                                accumulator_14[__b + 1] = __d[1];
-                                accumulator_14[__b + 2] = __d[2];
-                                accumulator_14[__b + 3] = __d[3];
-                              },
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[2], __bq[3]],
-                                  [
-                                    accumulator_14[__b],
-                                    accumulator_14[__b + 1],
-                                    accumulator_14[__b + 2],
-                                    accumulator_14[__b + 3],
-                                  ],
-                                );
-                                accumulator_14[__b] = __d[0];
-                                accumulator_14[__b + 1] = __d[1];
-                                accumulator_14[__b + 2] = __d[2];
-                                accumulator_14[__b + 3] = __d[3];
-                              },
-                            );
-                          },
-                        );
-                      },
-                    );
-                  }
-                }
-              } else {
-                {
-                  let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                    __lane,
-                  );
-                  {
-                    let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 6144usize) as u32;
-                    let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 6144usize + 4096usize) as u32;
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__ks: usize| {
-                        let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                              __sa
-                                + (({
-                                  let __r: usize = (__warp / 1usize) * 32usize + __i * 16
-                                    + __lane % 16;
-                                  __r * 32usize
-                                    + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                      * 8)
-                                }) * 2) as u32,
-                            );
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__jp: usize| {
-                            let __bq = ::kernel_std::__private::device::ldmatrix_x4(
-                              __sb
-                                + (({
-                                  let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
-                                    + __lane / 16) * 8 + __lane % 8;
-                                  __r * 32usize
-                                    + (((__ks * 2 + (__lane / 8) % 2)
-                                      ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[0], __bq[1]],
-                                  [
-                                    accumulator_14[__b],
-                                    accumulator_14[__b + 1],
-                                    accumulator_14[__b + 2],
-                                    accumulator_14[__b + 3],
-                                  ],
-                                );
-                                accumulator_14[__b] = __d[0];
-                                accumulator_14[__b + 1] = __d[1];
-                                accumulator_14[__b + 2] = __d[2];
-                                accumulator_14[__b + 3] = __d[3];
-                              },
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[2], __bq[3]],
-                                  [
-                                    accumulator_14[__b],
-                                    accumulator_14[__b + 1],
-                                    accumulator_14[__b + 2],
-                                    accumulator_14[__b + 3],
-                                  ],
-                                );
-                                accumulator_14[__b] = __d[0];
-                                accumulator_14[__b + 1] = __d[1];
-                                accumulator_14[__b + 2] = __d[2];
-                                accumulator_14[__b + 3] = __d[3];
-                              },
-                            );
-                          },
-                        );
-                      },
-                    );
-                  }
-                }
-              }
-            } else {
-              if __cols0 {
-                {
-                  let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                    __lane,
-                  );
-                  {
-                    let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 6144usize) as u32;
-                    let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 6144usize + 4096usize) as u32;
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__ks: usize| {
-                        let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            __af[__i] = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                              __sa
-                                + (({
-                                  let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
-                                  __r * 64usize
-                                    + (((((__warp / 1usize) * 32usize + __i * 16) / 8
-                                      + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__jp: usize| {
-                            let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                              __sb
-                                + (({
-                                  let __r: usize = __ks * 16 + __lane % 16;
-                                  __r * 32usize
-                                    + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
-                                      ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[0], __bq[1]],
-                                  [
-                                    accumulator_14[__b],
-                                    accumulator_14[__b + 1],
-                                    accumulator_14[__b + 2],
-                                    accumulator_14[__b + 3],
-                                  ],
-                                );
-                                accumulator_14[__b] = __d[0];
-                                accumulator_14[__b + 1] = __d[1];
-                                accumulator_14[__b + 2] = __d[2];
-                                accumulator_14[__b + 3] = __d[3];
-                              },
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[2], __bq[3]],
-                                  [
-                                    accumulator_14[__b],
-                                    accumulator_14[__b + 1],
-                                    accumulator_14[__b + 2],
-                                    accumulator_14[__b + 3],
-                                  ],
-                                );
-                                accumulator_14[__b] = __d[0];
-                                accumulator_14[__b + 1] = __d[1];
-                                accumulator_14[__b + 2] = __d[2];
-                                accumulator_14[__b + 3] = __d[3];
-                              },
-                            );
-                          },
-                        );
-                      },
-                    );
-                  }
-                }
-              } else {
-                {
-                  let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 6144usize) as u32;
-                  let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 6144usize + 4096usize) as u32;
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__ks: usize| {
-                      let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                            __sa
-                              + (({
-                                let __r: usize = (__warp / 1usize) * 32usize + __i * 16
-                                  + __lane % 16;
-                                __r * 32usize
-                                  + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                    * 8)
-                              }) * 2) as u32,
-                          );
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__jp: usize| {
-                          let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                            __sb
-                              + (({
-                                let __r: usize = __ks * 16 + __lane % 16;
-                                __r * 32usize
-                                  + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
-                                    ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) * 2) as u32,
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            2usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[0], __bq[1]],
-                                [
-                                  accumulator_14[__b],
-                                  accumulator_14[__b + 1],
-                                  accumulator_14[__b + 2],
-                                  accumulator_14[__b + 3],
-                                ],
-                              );
-                              accumulator_14[__b] = __d[0];
-                              accumulator_14[__b + 1] = __d[1];
-                              accumulator_14[__b + 2] = __d[2];
-                              accumulator_14[__b + 3] = __d[3];
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            2usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[2], __bq[3]],
-                                [
-                                  accumulator_14[__b],
-                                  accumulator_14[__b + 1],
-                                  accumulator_14[__b + 2],
-                                  accumulator_14[__b + 3],
-                                ],
-                              );
-                              accumulator_14[__b] = __d[0];
-                              accumulator_14[__b + 1] = __d[1];
-                              accumulator_14[__b + 2] = __d[2];
-                              accumulator_14[__b + 3] = __d[3];
-                            },
-                          );
-                        },
-                      );
-                    },
-                  );
-                }
-              }
-            }
-            __ci += 1;
-            __cbu = if __cbu + 1 == 5u32 { 0 } else { __cbu + 1 };
-            __nbu = if __nbu + 1 == 5u32 { 0 } else { __nbu + 1 };
           }
-        } else {
-          ::core::hint::cold_path();
-          let mut __pi: i64 = 0;
-          while __pi < 4i64 {
-            if __pi < __n {
-              {
-                let __it: i64 = __pi;
-                let k_15: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __buf: usize = __pi as usize;
-                {
-                  let __off0: i64 = a_ptrs_12_off + __it * __st12;
-                  let __dst: usize = 0usize + __buf * 6144usize;
-                  if __cols0 {
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[0usize],
-                          );
-                          if __pb0[0usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
+          ::kernel_std::__private::device::cp_async_commit();
+          {
+            let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __cb * 6144usize) as u32;
+            let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __cb * 6144usize + 4096usize) as u32;
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__ks: usize| {
+                let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+                ::kernel_std::__private::device::unroll::<
+                  2usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__i: usize| {
+                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                      __sa
                         + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[1usize],
-                          );
-                          if __pb0[1usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
+                          let __r: usize = (__warp / 1usize) * 32usize + __i * 16
+                            + __lane % 16;
+                          __r * 32usize
+                            + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                              * 8)
+                        }) * 2) as u32,
+                    );
+                  },
+                );
+                ::kernel_std::__private::device::unroll::<
+                  2usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__jp: usize| {
+                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                      __sb
                         + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
+                          let __r: usize = __ks * 16 + __lane % 16;
+                          __r * 32usize
+                            + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
+                              ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) * 2) as u32,
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      2usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[0], __bq[1]],
+                          [
+                            accumulator_14[__b],
+                            accumulator_14[__b + 1],
+                            accumulator_14[__b + 2],
+                            accumulator_14[__b + 3],
+                          ],
                         );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
+                        accumulator_14[__b] = __d[0];
+                        accumulator_14[__b + 1] = __d[1];
+                        accumulator_14[__b + 2] = __d[2];
+                        accumulator_14[__b + 3] = __d[3];
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      2usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[2], __bq[3]],
+                          [
+                            accumulator_14[__b],
+                            accumulator_14[__b + 1],
+                            accumulator_14[__b + 2],
+                            accumulator_14[__b + 3],
+                          ],
                         );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 2usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[2usize],
-                          );
-                          if __pb0[2usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 3usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[3usize],
-                          );
-                          if __pb0[3usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                  } else {
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[0usize],
-                          );
-                          if __pb0[0usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x3 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __x4 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
-                          )
-                      } && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[1usize],
-                          );
-                          if __pb0[1usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x3 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __x4 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
-                          )
-                      } && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 2usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[2usize],
-                          );
-                          if __pb0[2usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x3 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __x4 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
-                          )
-                      } && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 3usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[3usize],
-                          );
-                          if __pb0[3usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x3 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __x4 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
-                          )
-                      } && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                  }
-                }
-                {
-                  let __off1: i64 = b_ptrs_13_off + __it * __st13;
-                  let __dst: usize = 4096usize + __buf * 6144usize;
-                  if __cols1 {
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[0usize],
-                          );
-                          if __pb1[0usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if (true
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 0usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 1usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 2usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 3usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 4usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 5usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 6usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 7usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )) && (__g as usize) % 16 == 0
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                          + __f0 / 32usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                              + __f0 / 32usize);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[1usize],
-                          );
-                          if __pb1[1usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if (true
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 0usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 1usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 2usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 3usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 4usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 5usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 6usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 7usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )) && (__g as usize) % 16 == 0
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                          + __f0 / 32usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                              + __f0 / 32usize);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                  } else {
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[0usize],
-                          );
-                          if __pb1[0usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[1usize],
-                          );
-                          if __pb1[1usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                  }
-                }
-              }
-            }
-            ::kernel_std::__private::device::cp_async_commit();
-            __pi += 1;
+                        accumulator_14[__b] = __d[0];
+                        accumulator_14[__b + 1] = __d[1];
+                        accumulator_14[__b + 2] = __d[2];
+                        accumulator_14[__b + 3] = __d[3];
+                      },
+                    );
+                  },
+                );
+              },
+            );
           }
-          let mut __ci: i64 = 0;
-          let mut __cbu: u32 = 0;
-          let mut __nbu: u32 = 4u32;
-          while __ci < __n {
-            ::kernel_std::__private::device::cp_async_wait_group::<3u32>();
-            ::kernel_std::__private::device::bar_sync();
-            let __cb: usize = __cbu as usize;
-            let __nx: i64 = __ci + 4i64;
-            if __nx < __n {
-              {
-                let __it: i64 = __nx;
-                let k_15: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __buf: usize = __nbu as usize;
-                {
-                  let __off0: i64 = a_ptrs_12_off + __it * __st12;
-                  let __dst: usize = 0usize + __buf * 6144usize;
-                  if __cols0 {
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[0usize],
-                          );
-                          if __pb0[0usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[1usize],
-                          );
-                          if __pb0[1usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 2usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[2usize],
-                          );
-                          if __pb0[2usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 3usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[3usize],
-                          );
-                          if __pb0[3usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                + __f0 / 64usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                    + __f0 / 64usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                          + __f0 / 64usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                  } else {
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[0usize],
-                          );
-                          if __pb0[0usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x3 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __x4 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
-                          )
-                      } && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[1usize],
-                          );
-                          if __pb0[1usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x3 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __x4 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
-                          )
-                      } && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 2usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[2usize],
-                          );
-                          if __pb0[2usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x3 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __x4 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
-                          )
-                      } && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 3usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[3usize],
-                          );
-                          if __pb0[3usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x3 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __x4 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
-                          )
-                      } && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                  }
-                }
-                {
-                  let __off1: i64 = b_ptrs_13_off + __it * __st13;
-                  let __dst: usize = 4096usize + __buf * 6144usize;
-                  if __cols1 {
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[0usize],
-                          );
-                          if __pb1[0usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if (true
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 0usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 1usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 2usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 3usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 4usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 5usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 6usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 7usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )) && (__g as usize) % 16 == 0
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                          + __f0 / 32usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                              + __f0 / 32usize);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[1usize],
-                          );
-                          if __pb1[1usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if (true
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 0usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 1usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 2usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 3usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 4usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 5usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 6usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 32usize + 7usize) * 32usize
-                                  + __f0 / 32usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        )) && (__g as usize) % 16 == 0
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                          + __f0 / 32usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 32usize + __i) * 32usize
-                                              + __f0 / 32usize);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                  } else {
-                    {
-                      let __c: usize = 0usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[0usize],
-                          );
-                          if __pb1[0usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 64usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[1usize],
-                          );
-                          if __pb1[1usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          32i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                  }
-                }
-              }
-            }
-            ::kernel_std::__private::device::cp_async_commit();
-            if __cols1 {
-              if __cols0 {
-                {
-                  let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                    __lane,
-                  );
-                  {
-                    let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 6144usize) as u32;
-                    let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 6144usize + 4096usize) as u32;
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__ks: usize| {
-                        let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            __af[__i] = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                              __sa
-                                + (({
-                                  let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
-                                  __r * 64usize
-                                    + (((((__warp / 1usize) * 32usize + __i * 16) / 8
-                                      + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__jp: usize| {
-                            let __bq = ::kernel_std::__private::device::ldmatrix_x4(
-                              __sb
-                                + (({
-                                  let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
-                                    + __lane / 16) * 8 + __lane % 8;
-                                  __r * 32usize
-                                    + (((__ks * 2 + (__lane / 8) % 2)
-                                      ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[0], __bq[1]],
-                                  [
-                                    accumulator_14[__b],
-                                    accumulator_14[__b + 1],
-                                    accumulator_14[__b + 2],
-                                    accumulator_14[__b + 3],
-                                  ],
-                                );
-                                accumulator_14[__b] = __d[0];
-                                accumulator_14[__b + 1] = __d[1];
-                                accumulator_14[__b + 2] = __d[2];
-                                accumulator_14[__b + 3] = __d[3];
-                              },
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[2], __bq[3]],
-                                  [
-                                    accumulator_14[__b],
-                                    accumulator_14[__b + 1],
-                                    accumulator_14[__b + 2],
-                                    accumulator_14[__b + 3],
-                                  ],
-                                );
-                                accumulator_14[__b] = __d[0];
-                                accumulator_14[__b + 1] = __d[1];
-                                accumulator_14[__b + 2] = __d[2];
-                                accumulator_14[__b + 3] = __d[3];
-                              },
-                            );
-                          },
-                        );
-                      },
-                    );
-                  }
-                }
-              } else {
-                {
-                  let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                    __lane,
-                  );
-                  {
-                    let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 6144usize) as u32;
-                    let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 6144usize + 4096usize) as u32;
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__ks: usize| {
-                        let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                              __sa
-                                + (({
-                                  let __r: usize = (__warp / 1usize) * 32usize + __i * 16
-                                    + __lane % 16;
-                                  __r * 32usize
-                                    + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                      * 8)
-                                }) * 2) as u32,
-                            );
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__jp: usize| {
-                            let __bq = ::kernel_std::__private::device::ldmatrix_x4(
-                              __sb
-                                + (({
-                                  let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
-                                    + __lane / 16) * 8 + __lane % 8;
-                                  __r * 32usize
-                                    + (((__ks * 2 + (__lane / 8) % 2)
-                                      ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[0], __bq[1]],
-                                  [
-                                    accumulator_14[__b],
-                                    accumulator_14[__b + 1],
-                                    accumulator_14[__b + 2],
-                                    accumulator_14[__b + 3],
-                                  ],
-                                );
-                                accumulator_14[__b] = __d[0];
-                                accumulator_14[__b + 1] = __d[1];
-                                accumulator_14[__b + 2] = __d[2];
-                                accumulator_14[__b + 3] = __d[3];
-                              },
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[2], __bq[3]],
-                                  [
-                                    accumulator_14[__b],
-                                    accumulator_14[__b + 1],
-                                    accumulator_14[__b + 2],
-                                    accumulator_14[__b + 3],
-                                  ],
-                                );
-                                accumulator_14[__b] = __d[0];
-                                accumulator_14[__b + 1] = __d[1];
-                                accumulator_14[__b + 2] = __d[2];
-                                accumulator_14[__b + 3] = __d[3];
-                              },
-                            );
-                          },
-                        );
-                      },
-                    );
-                  }
-                }
-              }
-            } else {
-              if __cols0 {
-                {
-                  let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                    __lane,
-                  );
-                  {
-                    let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 6144usize) as u32;
-                    let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 6144usize + 4096usize) as u32;
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__ks: usize| {
-                        let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            __af[__i] = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                              __sa
-                                + (({
-                                  let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
-                                  __r * 64usize
-                                    + (((((__warp / 1usize) * 32usize + __i * 16) / 8
-                                      + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__jp: usize| {
-                            let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                              __sb
-                                + (({
-                                  let __r: usize = __ks * 16 + __lane % 16;
-                                  __r * 32usize
-                                    + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
-                                      ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[0], __bq[1]],
-                                  [
-                                    accumulator_14[__b],
-                                    accumulator_14[__b + 1],
-                                    accumulator_14[__b + 2],
-                                    accumulator_14[__b + 3],
-                                  ],
-                                );
-                                accumulator_14[__b] = __d[0];
-                                accumulator_14[__b + 1] = __d[1];
-                                accumulator_14[__b + 2] = __d[2];
-                                accumulator_14[__b + 3] = __d[3];
-                              },
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[2], __bq[3]],
-                                  [
-                                    accumulator_14[__b],
-                                    accumulator_14[__b + 1],
-                                    accumulator_14[__b + 2],
-                                    accumulator_14[__b + 3],
-                                  ],
-                                );
-                                accumulator_14[__b] = __d[0];
-                                accumulator_14[__b + 1] = __d[1];
-                                accumulator_14[__b + 2] = __d[2];
-                                accumulator_14[__b + 3] = __d[3];
-                              },
-                            );
-                          },
-                        );
-                      },
-                    );
-                  }
-                }
-              } else {
-                {
-                  let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 6144usize) as u32;
-                  let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 6144usize + 4096usize) as u32;
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__ks: usize| {
-                      let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                            __sa
-                              + (({
-                                let __r: usize = (__warp / 1usize) * 32usize + __i * 16
-                                  + __lane % 16;
-                                __r * 32usize
-                                  + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                    * 8)
-                              }) * 2) as u32,
-                          );
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__jp: usize| {
-                          let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                            __sb
-                              + (({
-                                let __r: usize = __ks * 16 + __lane % 16;
-                                __r * 32usize
-                                  + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
-                                    ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) * 2) as u32,
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            2usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[0], __bq[1]],
-                                [
-                                  accumulator_14[__b],
-                                  accumulator_14[__b + 1],
-                                  accumulator_14[__b + 2],
-                                  accumulator_14[__b + 3],
-                                ],
-                              );
-                              accumulator_14[__b] = __d[0];
-                              accumulator_14[__b + 1] = __d[1];
-                              accumulator_14[__b + 2] = __d[2];
-                              accumulator_14[__b + 3] = __d[3];
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            2usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[2], __bq[3]],
-                                [
-                                  accumulator_14[__b],
-                                  accumulator_14[__b + 1],
-                                  accumulator_14[__b + 2],
-                                  accumulator_14[__b + 3],
-                                ],
-                              );
-                              accumulator_14[__b] = __d[0];
-                              accumulator_14[__b + 1] = __d[1];
-                              accumulator_14[__b + 2] = __d[2];
-                              accumulator_14[__b + 3] = __d[3];
-                            },
-                          );
-                        },
-                      );
-                    },
-                  );
-                }
-              }
-            }
-            __ci += 1;
-            __cbu = if __cbu + 1 == 5u32 { 0 } else { __cbu + 1 };
-            __nbu = if __nbu + 1 == 5u32 { 0 } else { __nbu + 1 };
-          }
+          __ci += 1;
+          __cbu = if __cbu + 1 == 5u32 { 0 } else { __cbu + 1 };
+          __nbu = if __nbu + 1 == 5u32 { 0 } else { __nbu + 1 };
         }
       } else {
-        let __w: u32 = ::kernel_std::__private::device::smem_addr()
-          + 30720usize as u32;
-        if __tid == 0 {
-          ::kernel_std::__private::device::store(
-            __smem.add(30720usize) as *mut u32,
-            1u32,
-          );
+        ::core::hint::cold_path();
+        let mut __pi: i64 = 0;
+        while __pi < 4i64 {
+          if __pi < __n {
+            {
+              let __it: i64 = __pi;
+              let k_15: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __buf: usize = __pi as usize;
+              {
+                let __off0: i64 = a_ptrs_12_off + __it * __st12;
+                let __dst: usize = 0usize + __buf * 6144usize;
+                {
+                  let __c: usize = 0usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
+                      );
+                      if __pb0[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x3 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x4 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x4,
+                      __x3,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x4,
+                        __c5,
+                      )
+                  } && (__g as usize) % 16 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[1usize],
+                      );
+                      if __pb0[1usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x3 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x4 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x4,
+                      __x3,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x4,
+                        __c5,
+                      )
+                  } && (__g as usize) % 16 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[2usize],
+                      );
+                      if __pb0[2usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x3 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x4 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x4,
+                      __x3,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x4,
+                        __c5,
+                      )
+                  } && (__g as usize) % 16 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[3usize],
+                      );
+                      if __pb0[3usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x3 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x4 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x4,
+                      __x3,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x4,
+                        __c5,
+                      )
+                  } && (__g as usize) % 16 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+              }
+              {
+                let __off1: i64 = b_ptrs_13_off + __it * __st13;
+                let __dst: usize = 4096usize + __buf * 6144usize;
+                {
+                  let __c: usize = 0usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      );
+                      if __pb1[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 16 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      );
+                      if __pb1[1usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 16 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          __pi += 1;
         }
-        ::kernel_std::__private::device::bar_sync();
-        let __proved: bool = {
-          ::kernel_std::__private::device::smem_and(
-            __w,
-            (true && __inb0 && __inb1) as u32,
-          );
+        let mut __ci: i64 = 0;
+        let mut __cbu: u32 = 0;
+        let mut __nbu: u32 = 4u32;
+        while __ci < __n {
+          ::kernel_std::__private::device::cp_async_wait_group::<3u32>();
           ::kernel_std::__private::device::bar_sync();
-          ::kernel_std::__private::device::load(
-            __smem.add(30720usize) as *mut u32,
-          ) != 0
-        };
-        if __proved {
-          let mut __pi: i64 = 0;
-          while __pi < 4i64 {
-            if __pi < __n {
+          let __cb: usize = __cbu as usize;
+          let __nx: i64 = __ci + 4i64;
+          if __nx < __n {
+            {
+              let __it: i64 = __nx;
+              let k_15: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __buf: usize = __nbu as usize;
               {
-                let __it: i64 = __pi;
-                let k_15: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __buf: usize = __pi as usize;
+                let __off0: i64 = a_ptrs_12_off + __it * __st12;
+                let __dst: usize = 0usize + __buf * 6144usize;
                 {
-                  let __off0: i64 = a_ptrs_12_off + __it * __st12;
-                  let __dst: usize = 0usize + __buf * 6144usize;
-                  {
-                    let __c: usize = 0usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
+                  let __c: usize = 0usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                         __p_a_ptr,
                         __pb0[0usize],
-                      ),
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
+                      );
+                      if __pb0[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x3 = (0i32)
+                      .wrapping_add(
                         ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x4 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x4,
+                      __x3,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x4,
+                        __c5,
+                      )
+                  } && (__g as usize) % 16 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
                           ),
                         ),
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    } {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
                                   ),
-                                  __p_M,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
-                                __p_stride_am,
+                                __p_M,
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
                             ),
                           ),
-                          __off0,
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
                         );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
                       }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
                     }
                   }
-                  {
-                    let __c: usize = 1usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
+                }
+                {
+                  let __c: usize = 1usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                         __p_a_ptr,
                         __pb0[1usize],
-                      ),
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
+                      );
+                      if __pb0[1usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x3 = (0i32)
+                      .wrapping_add(
                         ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x4 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x4,
+                      __x3,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x4,
+                        __c5,
+                      )
+                  } && (__g as usize) % 16 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
                           ),
                         ),
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    } {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
                                   ),
-                                  __p_M,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
-                                __p_stride_am,
+                                __p_M,
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
                             ),
                           ),
-                          __off0,
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
                         );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
                       }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
                     }
                   }
-                  {
-                    let __c: usize = 2usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
+                }
+                {
+                  let __c: usize = 2usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                         __p_a_ptr,
                         __pb0[2usize],
-                      ),
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
+                      );
+                      if __pb0[2usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x3 = (0i32)
+                      .wrapping_add(
                         ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x4 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x4,
+                      __x3,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x4,
+                        __c5,
+                      )
+                  } && (__g as usize) % 16 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
                           ),
                         ),
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    } {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
                                   ),
-                                  __p_M,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
-                                __p_stride_am,
+                                __p_M,
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
                             ),
                           ),
-                          __off0,
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
                         );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
                       }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
                     }
                   }
-                  {
-                    let __c: usize = 3usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
+                }
+                {
+                  let __c: usize = 3usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                         __p_a_ptr,
                         __pb0[3usize],
-                      ),
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
+                      );
+                      if __pb0[3usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x3 = (0i32)
+                      .wrapping_add(
                         ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x4 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x4,
+                      __x3,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x4,
+                        __c5,
+                      )
+                  } && (__g as usize) % 16 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
                           ),
                         ),
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    } {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
                                     ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
                                   ),
-                                  __p_M,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
-                                __p_stride_am,
+                                __p_M,
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
                             ),
                           ),
-                          __off0,
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
                         );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
                       }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
                     }
                   }
                 }
+              }
+              {
+                let __off1: i64 = b_ptrs_13_off + __it * __st13;
+                let __dst: usize = 4096usize + __buf * 6144usize;
                 {
-                  let __off1: i64 = b_ptrs_13_off + __it * __st13;
-                  let __dst: usize = 4096usize + __buf * 6144usize;
-                  {
-                    let __c: usize = 0usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
+                  let __c: usize = 0usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                         __p_b_ptr,
                         __pb1[0usize],
-                      ),
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      ),
-                    ) {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
                       );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
+                      if __pb1[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
                       }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 16 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
                     }
                   }
-                  {
-                    let __c: usize = 1usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
+                }
+                {
+                  let __c: usize = 1usize * 64usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                         __p_b_ptr,
                         __pb1[1usize],
-                      ),
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      ),
-                    ) {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
                       );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
+                      if __pb1[1usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
                       }
-                    }
-                  }
-                }
-              }
-            }
-            ::kernel_std::__private::device::cp_async_commit();
-            __pi += 1;
-          }
-          let mut __ci: i64 = 0;
-          let mut __cbu: u32 = 0;
-          let mut __nbu: u32 = 4u32;
-          while __ci < __n {
-            ::kernel_std::__private::device::cp_async_wait_group::<3u32>();
-            ::kernel_std::__private::device::bar_sync();
-            let __cb: usize = __cbu as usize;
-            let __nx: i64 = __ci + 4i64;
-            if __nx < __n {
-              {
-                let __it: i64 = __nx;
-                let k_15: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __buf: usize = __nbu as usize;
-                {
-                  let __off0: i64 = a_ptrs_12_off + __it * __st12;
-                  let __dst: usize = 0usize + __buf * 6144usize;
-                  {
-                    let __c: usize = 0usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[0usize],
-                      ),
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
                         ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 16 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
                           ),
                         ),
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    } {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
                                 ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
+                              __p_stride_bk,
                             ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[1usize],
-                      ),
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
                           ),
                         ),
+                        __off1,
                       );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    } {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
                         );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
                       }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
                     }
-                  }
-                  {
-                    let __c: usize = 2usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[2usize],
-                      ),
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    } {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 3usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[3usize],
-                      ),
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    } {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                    }
-                  }
-                }
-                {
-                  let __off1: i64 = b_ptrs_13_off + __it * __st13;
-                  let __dst: usize = 4096usize + __buf * 6144usize;
-                  {
-                    let __c: usize = 0usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
                         __p_b_ptr,
-                        __pb1[0usize],
-                      ),
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      ),
-                    ) {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
                       );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[1usize],
-                      ),
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      ),
-                    ) {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
                     }
                   }
                 }
               }
             }
-            ::kernel_std::__private::device::cp_async_commit();
-            {
-              let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                + (0usize + __cb * 6144usize) as u32;
-              let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                + (0usize + __cb * 6144usize + 4096usize) as u32;
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__ks: usize| {
-                  let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                        __sa
-                          + (({
-                            let __r: usize = (__warp / 1usize) * 32usize + __i * 16
-                              + __lane % 16;
-                            __r * 32usize
-                              + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                * 8)
-                          }) * 2) as u32,
-                      );
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__jp: usize| {
-                      let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                        __sb
-                          + (({
-                            let __r: usize = __ks * 16 + __lane % 16;
-                            __r * 32usize
-                              + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
-                                ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) * 2) as u32,
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[0], __bq[1]],
-                            [
-                              accumulator_14[__b],
-                              accumulator_14[__b + 1],
-                              accumulator_14[__b + 2],
-                              accumulator_14[__b + 3],
-                            ],
-                          );
-                          accumulator_14[__b] = __d[0];
-                          accumulator_14[__b + 1] = __d[1];
-                          accumulator_14[__b + 2] = __d[2];
-                          accumulator_14[__b + 3] = __d[3];
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[2], __bq[3]],
-                            [
-                              accumulator_14[__b],
-                              accumulator_14[__b + 1],
-                              accumulator_14[__b + 2],
-                              accumulator_14[__b + 3],
-                            ],
-                          );
-                          accumulator_14[__b] = __d[0];
-                          accumulator_14[__b + 1] = __d[1];
-                          accumulator_14[__b + 2] = __d[2];
-                          accumulator_14[__b + 3] = __d[3];
-                        },
-                      );
-                    },
-                  );
-                },
-              );
-            }
-            __ci += 1;
-            __cbu = if __cbu + 1 == 5u32 { 0 } else { __cbu + 1 };
-            __nbu = if __nbu + 1 == 5u32 { 0 } else { __nbu + 1 };
           }
-        } else {
-          ::core::hint::cold_path();
-          let mut __pi: i64 = 0;
-          while __pi < 4i64 {
-            if __pi < __n {
-              {
-                let __it: i64 = __pi;
-                let k_15: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __buf: usize = __pi as usize;
-                {
-                  let __off0: i64 = a_ptrs_12_off + __it * __st12;
-                  let __dst: usize = 0usize + __buf * 6144usize;
-                  {
-                    let __c: usize = 0usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[0usize],
-                        );
-                        if __pb0[0usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
+          ::kernel_std::__private::device::cp_async_commit();
+          {
+            let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __cb * 6144usize) as u32;
+            let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __cb * 6144usize + 4096usize) as u32;
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__ks: usize| {
+                let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+                ::kernel_std::__private::device::unroll::<
+                  2usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__i: usize| {
+                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                      __sa
+                        + (({
+                          let __r: usize = (__warp / 1usize) * 32usize + __i * 16
+                            + __lane % 16;
                           __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x6 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x7 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
-                        )
-                    } && (__g as usize) % 16 == 0
-                      && (__inb0
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_a_ptr as usize,
-                          ) as *mut _,
-                          __len_a_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
+                            + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                              * 8)
+                        }) * 2) as u32,
                     );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[1usize],
-                        );
-                        if __pb0[1usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
+                  },
+                );
+                ::kernel_std::__private::device::unroll::<
+                  2usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__jp: usize| {
+                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                      __sb
+                        + (({
+                          let __r: usize = __ks * 16 + __lane % 16;
                           __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x6 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x7 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
-                        )
-                    } && (__g as usize) % 16 == 0
-                      && (__inb0
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_a_ptr as usize,
-                          ) as *mut _,
-                          __len_a_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 2usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
+                            + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
+                              ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) * 2) as u32,
                     );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[2usize],
+                    ::kernel_std::__private::device::unroll::<
+                      2usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[0], __bq[1]],
+                          [
+                            accumulator_14[__b],
+                            accumulator_14[__b + 1],
+                            accumulator_14[__b + 2],
+                            accumulator_14[__b + 3],
+                          ],
                         );
-                        if __pb0[2usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
+                        accumulator_14[__b] = __d[0];
+                        accumulator_14[__b + 1] = __d[1];
+                        accumulator_14[__b + 2] = __d[2];
+                        accumulator_14[__b + 3] = __d[3];
                       },
-                      __off0,
                     );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x6 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
+                    ::kernel_std::__private::device::unroll::<
+                      2usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[2], __bq[3]],
+                          [
+                            accumulator_14[__b],
+                            accumulator_14[__b + 1],
+                            accumulator_14[__b + 2],
+                            accumulator_14[__b + 3],
+                          ],
                         );
-                      let __x7 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
-                        )
-                    } && (__g as usize) % 16 == 0
-                      && (__inb0
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_a_ptr as usize,
-                          ) as *mut _,
-                          __len_a_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 3usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[3usize],
-                        );
-                        if __pb0[3usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
+                        accumulator_14[__b] = __d[0];
+                        accumulator_14[__b + 1] = __d[1];
+                        accumulator_14[__b + 2] = __d[2];
+                        accumulator_14[__b + 3] = __d[3];
                       },
-                      __off0,
                     );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x6 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x7 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
-                        )
-                    } && (__g as usize) % 16 == 0
-                      && (__inb0
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_a_ptr as usize,
-                          ) as *mut _,
-                          __len_a_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                }
-                {
-                  let __off1: i64 = b_ptrs_13_off + __it * __st13;
-                  let __dst: usize = 4096usize + __buf * 6144usize;
-                  {
-                    let __c: usize = 0usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[0usize],
-                        );
-                        if __pb1[0usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      ),
-                    ) && (__g as usize) % 16 == 0
-                      && (__inb1
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_b_ptr as usize,
-                          ) as *mut _,
-                          __len_b_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[1usize],
-                        );
-                        if __pb1[1usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      ),
-                    ) && (__g as usize) % 16 == 0
-                      && (__inb1
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_b_ptr as usize,
-                          ) as *mut _,
-                          __len_b_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                }
-              }
-            }
-            ::kernel_std::__private::device::cp_async_commit();
-            __pi += 1;
+                  },
+                );
+              },
+            );
           }
-          let mut __ci: i64 = 0;
-          let mut __cbu: u32 = 0;
-          let mut __nbu: u32 = 4u32;
-          while __ci < __n {
-            ::kernel_std::__private::device::cp_async_wait_group::<3u32>();
-            ::kernel_std::__private::device::bar_sync();
-            let __cb: usize = __cbu as usize;
-            let __nx: i64 = __ci + 4i64;
-            if __nx < __n {
-              {
-                let __it: i64 = __nx;
-                let k_15: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __buf: usize = __nbu as usize;
-                {
-                  let __off0: i64 = a_ptrs_12_off + __it * __st12;
-                  let __dst: usize = 0usize + __buf * 6144usize;
-                  {
-                    let __c: usize = 0usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[0usize],
-                        );
-                        if __pb0[0usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x6 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x7 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
-                        )
-                    } && (__g as usize) % 16 == 0
-                      && (__inb0
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_a_ptr as usize,
-                          ) as *mut _,
-                          __len_a_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[1usize],
-                        );
-                        if __pb0[1usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x6 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x7 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
-                        )
-                    } && (__g as usize) % 16 == 0
-                      && (__inb0
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_a_ptr as usize,
-                          ) as *mut _,
-                          __len_a_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 2usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[2usize],
-                        );
-                        if __pb0[2usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x6 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x7 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
-                        )
-                    } && (__g as usize) % 16 == 0
-                      && (__inb0
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_a_ptr as usize,
-                          ) as *mut _,
-                          __len_a_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 3usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[3usize],
-                        );
-                        if __pb0[3usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x6 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x7 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
-                        )
-                    } && (__g as usize) % 16 == 0
-                      && (__inb0
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_a_ptr as usize,
-                          ) as *mut _,
-                          __len_a_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_7,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                }
-                {
-                  let __off1: i64 = b_ptrs_13_off + __it * __st13;
-                  let __dst: usize = 4096usize + __buf * 6144usize;
-                  {
-                    let __c: usize = 0usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[0usize],
-                        );
-                        if __pb1[0usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      ),
-                    ) && (__g as usize) % 16 == 0
-                      && (__inb1
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_b_ptr as usize,
-                          ) as *mut _,
-                          __len_b_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 64usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[1usize],
-                        );
-                        if __pb1[1usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      ),
-                    ) && (__g as usize) % 16 == 0
-                      && (__inb1
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_b_ptr as usize,
-                          ) as *mut _,
-                          __len_b_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_8,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                }
-              }
-            }
-            ::kernel_std::__private::device::cp_async_commit();
-            {
-              let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                + (0usize + __cb * 6144usize) as u32;
-              let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                + (0usize + __cb * 6144usize + 4096usize) as u32;
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__ks: usize| {
-                  let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                        __sa
-                          + (({
-                            let __r: usize = (__warp / 1usize) * 32usize + __i * 16
-                              + __lane % 16;
-                            __r * 32usize
-                              + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                * 8)
-                          }) * 2) as u32,
-                      );
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__jp: usize| {
-                      let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                        __sb
-                          + (({
-                            let __r: usize = __ks * 16 + __lane % 16;
-                            __r * 32usize
-                              + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
-                                ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) * 2) as u32,
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[0], __bq[1]],
-                            [
-                              accumulator_14[__b],
-                              accumulator_14[__b + 1],
-                              accumulator_14[__b + 2],
-                              accumulator_14[__b + 3],
-                            ],
-                          );
-                          accumulator_14[__b] = __d[0];
-                          accumulator_14[__b + 1] = __d[1];
-                          accumulator_14[__b + 2] = __d[2];
-                          accumulator_14[__b + 3] = __d[3];
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[2], __bq[3]],
-                            [
-                              accumulator_14[__b],
-                              accumulator_14[__b + 1],
-                              accumulator_14[__b + 2],
-                              accumulator_14[__b + 3],
-                            ],
-                          );
-                          accumulator_14[__b] = __d[0];
-                          accumulator_14[__b + 1] = __d[1];
-                          accumulator_14[__b + 2] = __d[2];
-                          accumulator_14[__b + 3] = __d[3];
-                        },
-                      );
-                    },
-                  );
-                },
-              );
-            }
-            __ci += 1;
-            __cbu = if __cbu + 1 == 5u32 { 0 } else { __cbu + 1 };
-            __nbu = if __nbu + 1 == 5u32 { 0 } else { __nbu + 1 };
-          }
+          __ci += 1;
+          __cbu = if __cbu + 1 == 5u32 { 0 } else { __cbu + 1 };
+          __nbu = if __nbu + 1 == 5u32 { 0 } else { __nbu + 1 };
         }
       }
       ::kernel_std::__private::device::cp_async_wait_all();
@@ -16243,7 +6388,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 __p_M,
               )
                 && {
-                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -16260,7 +6405,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) as i32,
                       ),
                   );
-                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -16271,6 +6416,173 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                       .wrapping_add(
                         ({
                           let __pf: usize = ((((__warp / 1usize) * 32usize + 0usize
+                            + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c8 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x7,
+                    __x6,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x7,
+                      __c8,
+                    )
+                })
+          }
+          && {
+            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                            + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                          + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            );
+            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                            + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                          + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            );
+            ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
+              .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
+              && (__pa as usize) % 16usize == 0
+              && ::kernel_std::__private::device::fits(
+                __pa,
+                __p_c_ptr,
+                __len_c_ptr,
+                32usize,
+              )
+              && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                          + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              )
+                && {
+                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                            + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
                             + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 32usize) * 1usize
@@ -16304,7 +6616,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                          let __pf: usize = ((((__warp / 1usize) * 32usize + 16usize
                             + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 32usize) % 64usize) * 1usize
@@ -16325,7 +6637,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                        let __pf: usize = ((((__warp / 1usize) * 32usize + 16usize
                           + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 1usize) % 32usize) * 1usize
@@ -16349,7 +6661,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                          let __pf: usize = ((((__warp / 1usize) * 32usize + 16usize
                             + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 32usize) % 64usize) * 1usize
@@ -16370,7 +6682,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                        let __pf: usize = ((((__warp / 1usize) * 32usize + 16usize
                           + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                         0usize + ((__pf / 1usize) % 32usize) * 1usize
@@ -16400,7 +6712,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                        let __pf: usize = ((((__warp / 1usize) * 32usize + 16usize
                           + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 32usize) % 64usize) * 1usize
@@ -16420,7 +6732,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                          let __pf: usize = ((((__warp / 1usize) * 32usize + 16usize
                             + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 1usize) % 32usize) * 1usize
@@ -16437,7 +6749,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 1usize) * 32usize + 8usize
+                          let __pf: usize = ((((__warp / 1usize) * 32usize + 16usize
                             + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 32usize) * 1usize
@@ -16471,7 +6783,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 1usize) * 32usize + 16usize
+                          let __pf: usize = ((((__warp / 1usize) * 32usize + 24usize
                             + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 32usize) % 64usize) * 1usize
@@ -16492,7 +6804,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 1usize) * 32usize + 16usize
+                        let __pf: usize = ((((__warp / 1usize) * 32usize + 24usize
                           + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 1usize) % 32usize) * 1usize
@@ -16516,7 +6828,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 1usize) * 32usize + 16usize
+                          let __pf: usize = ((((__warp / 1usize) * 32usize + 24usize
                             + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 32usize) % 64usize) * 1usize
@@ -16537,7 +6849,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 1usize) * 32usize + 16usize
+                        let __pf: usize = ((((__warp / 1usize) * 32usize + 24usize
                           + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                         0usize + ((__pf / 1usize) % 32usize) * 1usize
@@ -16567,7 +6879,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 1usize) * 32usize + 16usize
+                        let __pf: usize = ((((__warp / 1usize) * 32usize + 24usize
                           + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 32usize) % 64usize) * 1usize
@@ -16587,7 +6899,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 1usize) * 32usize + 16usize
+                          let __pf: usize = ((((__warp / 1usize) * 32usize + 24usize
                             + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 1usize) % 32usize) * 1usize
@@ -16604,7 +6916,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 1usize) * 32usize + 16usize
+                          let __pf: usize = ((((__warp / 1usize) * 32usize + 24usize
                             + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 32usize) * 1usize
@@ -16619,173 +6931,6 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
                       __x16,
                       __c17,
-                    )
-                })
-          }
-          && {
-            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 1usize) * 32usize + 24usize
-                            + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 1usize) * 32usize + 24usize
-                          + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 1usize) * 32usize + 24usize
-                            + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 1usize) * 32usize + 24usize
-                          + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
-              .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
-              && (__pa as usize) % 16usize == 0
-              && ::kernel_std::__private::device::fits(
-                __pa,
-                __p_c_ptr,
-                __len_c_ptr,
-                32usize,
-              )
-              && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 1usize) * 32usize + 24usize
-                          + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              )
-                && {
-                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 1usize) * 32usize + 24usize
-                            + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 1usize) * 32usize + 24usize
-                            + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __c20 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x19,
-                    __x18,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x19,
-                      __c20,
                     )
                 })
           },

@@ -167,144 +167,6 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
           __p_stride_bk,
         ),
       );
-      let __cols0: bool = {
-        let (__q0, __q1, __qr) = (
-          ::kernel_std::__private::device::ptr_add(
-            __p_a_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_9,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 0usize;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                ),
-                __p_stride_am,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_k_1,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = 0usize;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_stride_ak,
-              ),
-            ),
-          ),
-          ::kernel_std::__private::device::ptr_add(
-            __p_a_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_9,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 1usize;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                ),
-                __p_stride_am,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_k_1,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = 1usize;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_stride_ak,
-              ),
-            ),
-          ),
-          ::kernel_std::__private::device::ptr_add(
-            __p_a_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_9,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 32usize;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                ),
-                __p_stride_am,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_k_1,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = 32usize;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_stride_ak,
-              ),
-            ),
-          ),
-        );
-        (__q1 as usize) != (__q0 as usize) + 2usize
-          && (__qr as usize) == (__q0 as usize) + 2usize
-      };
       let mut __pb0: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
       let mut __lo0: i64 = i64::MAX;
       let mut __hi0: i64 = i64::MIN;
@@ -326,11 +188,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 0usize)
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -350,11 +208,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols0 {
-                      ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
-                    } else {
-                      (__f0 + 0usize)
-                    });
+                    let __pf: usize = (__f0 + 0usize);
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -375,11 +229,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 1usize)
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -399,11 +249,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols0 {
-                      ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
-                    } else {
-                      (__f0 + 1usize)
-                    });
+                    let __pf: usize = (__f0 + 1usize);
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -424,11 +270,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 2usize)
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -448,11 +290,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols0 {
-                      ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
-                    } else {
-                      (__f0 + 2usize)
-                    });
+                    let __pf: usize = (__f0 + 2usize);
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -473,11 +311,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 3usize)
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -497,11 +331,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols0 {
-                      ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
-                    } else {
-                      (__f0 + 3usize)
-                    });
+                    let __pf: usize = (__f0 + 3usize);
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -522,11 +352,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 4usize)
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -546,11 +372,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols0 {
-                      ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
-                    } else {
-                      (__f0 + 4usize)
-                    });
+                    let __pf: usize = (__f0 + 4usize);
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -571,11 +393,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 5usize)
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -595,11 +413,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols0 {
-                      ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
-                    } else {
-                      (__f0 + 5usize)
-                    });
+                    let __pf: usize = (__f0 + 5usize);
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -620,11 +434,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 6usize)
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -644,11 +454,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols0 {
-                      ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
-                    } else {
-                      (__f0 + 6usize)
-                    });
+                    let __pf: usize = (__f0 + 6usize);
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -669,11 +475,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 7usize)
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -693,11 +495,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols0 {
-                      ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
-                    } else {
-                      (__f0 + 7usize)
-                    });
+                    let __pf: usize = (__f0 + 7usize);
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -792,11 +590,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 0usize)
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -816,11 +610,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols0 {
-                      ((__f0 % 64usize + 0usize) * 32usize + __f0 / 64usize)
-                    } else {
-                      (__f0 + 0usize)
-                    });
+                    let __pf: usize = (__f0 + 0usize);
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -841,11 +631,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 1usize)
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -865,11 +651,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols0 {
-                      ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
-                    } else {
-                      (__f0 + 1usize)
-                    });
+                    let __pf: usize = (__f0 + 1usize);
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -890,11 +672,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 2usize)
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -914,11 +692,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols0 {
-                      ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
-                    } else {
-                      (__f0 + 2usize)
-                    });
+                    let __pf: usize = (__f0 + 2usize);
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -939,11 +713,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 3usize)
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -963,11 +733,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols0 {
-                      ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
-                    } else {
-                      (__f0 + 3usize)
-                    });
+                    let __pf: usize = (__f0 + 3usize);
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -988,11 +754,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 4usize)
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1012,11 +774,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols0 {
-                      ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
-                    } else {
-                      (__f0 + 4usize)
-                    });
+                    let __pf: usize = (__f0 + 4usize);
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1037,11 +795,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 5usize)
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1061,11 +815,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols0 {
-                      ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
-                    } else {
-                      (__f0 + 5usize)
-                    });
+                    let __pf: usize = (__f0 + 5usize);
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1086,11 +836,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 6usize)
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1110,11 +856,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols0 {
-                      ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
-                    } else {
-                      (__f0 + 6usize)
-                    });
+                    let __pf: usize = (__f0 + 6usize);
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1135,11 +877,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols0 {
-                        ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
-                      } else {
-                        (__f0 + 7usize)
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1159,11 +897,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols0 {
-                      ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
-                    } else {
-                      (__f0 + 7usize)
-                    });
+                    let __pf: usize = (__f0 + 7usize);
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1269,144 +1003,6 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
         __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
           && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
       };
-      let __cols1: bool = {
-        let (__q0, __q1, __qr) = (
-          ::kernel_std::__private::device::ptr_add(
-            __p_b_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_k_1,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = 0usize;
-                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_stride_bk,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_10,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 0usize;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-                __p_stride_bn,
-              ),
-            ),
-          ),
-          ::kernel_std::__private::device::ptr_add(
-            __p_b_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_k_1,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = 1usize;
-                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_stride_bk,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_10,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 1usize;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-                __p_stride_bn,
-              ),
-            ),
-          ),
-          ::kernel_std::__private::device::ptr_add(
-            __p_b_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_k_1,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = 64usize;
-                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_stride_bk,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_10,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 64usize;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-                __p_stride_bn,
-              ),
-            ),
-          ),
-        );
-        (__q1 as usize) != (__q0 as usize) + 2usize
-          && (__qr as usize) == (__q0 as usize) + 2usize
-      };
       let mut __pb1: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
       let mut __lo1: i64 = i64::MAX;
       let mut __hi1: i64 = i64::MIN;
@@ -1427,11 +1023,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize)
-                    } else {
-                      (__f0 + 0usize)
-                    });
+                    let __pf: usize = (__f0 + 0usize);
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1450,11 +1042,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 0usize)
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1476,11 +1064,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize)
-                    } else {
-                      (__f0 + 1usize)
-                    });
+                    let __pf: usize = (__f0 + 1usize);
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1499,11 +1083,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 1usize)
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1525,11 +1105,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize)
-                    } else {
-                      (__f0 + 2usize)
-                    });
+                    let __pf: usize = (__f0 + 2usize);
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1548,11 +1124,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 2usize)
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1574,11 +1146,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize)
-                    } else {
-                      (__f0 + 3usize)
-                    });
+                    let __pf: usize = (__f0 + 3usize);
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1597,11 +1165,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 3usize)
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1623,11 +1187,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize)
-                    } else {
-                      (__f0 + 4usize)
-                    });
+                    let __pf: usize = (__f0 + 4usize);
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1646,11 +1206,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 4usize)
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1672,11 +1228,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize)
-                    } else {
-                      (__f0 + 5usize)
-                    });
+                    let __pf: usize = (__f0 + 5usize);
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1695,11 +1247,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 5usize)
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1721,11 +1269,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize)
-                    } else {
-                      (__f0 + 6usize)
-                    });
+                    let __pf: usize = (__f0 + 6usize);
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1744,11 +1288,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 6usize)
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1770,11 +1310,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize)
-                    } else {
-                      (__f0 + 7usize)
-                    });
+                    let __pf: usize = (__f0 + 7usize);
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1793,11 +1329,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 7usize)
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1893,11 +1425,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize)
-                    } else {
-                      (__f0 + 0usize)
-                    });
+                    let __pf: usize = (__f0 + 0usize);
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1916,11 +1444,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 0usize) * 64usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 0usize)
-                      });
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1942,11 +1466,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize)
-                    } else {
-                      (__f0 + 1usize)
-                    });
+                    let __pf: usize = (__f0 + 1usize);
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -1965,11 +1485,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 1usize) * 64usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 1usize)
-                      });
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -1991,11 +1507,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize)
-                    } else {
-                      (__f0 + 2usize)
-                    });
+                    let __pf: usize = (__f0 + 2usize);
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -2014,11 +1526,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 2usize) * 64usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 2usize)
-                      });
+                      let __pf: usize = (__f0 + 2usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2040,11 +1548,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize)
-                    } else {
-                      (__f0 + 3usize)
-                    });
+                    let __pf: usize = (__f0 + 3usize);
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -2063,11 +1567,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 3usize) * 64usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 3usize)
-                      });
+                      let __pf: usize = (__f0 + 3usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2089,11 +1589,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize)
-                    } else {
-                      (__f0 + 4usize)
-                    });
+                    let __pf: usize = (__f0 + 4usize);
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -2112,11 +1608,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 4usize) * 64usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 4usize)
-                      });
+                      let __pf: usize = (__f0 + 4usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2138,11 +1630,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize)
-                    } else {
-                      (__f0 + 5usize)
-                    });
+                    let __pf: usize = (__f0 + 5usize);
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -2161,11 +1649,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 5usize) * 64usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 5usize)
-                      });
+                      let __pf: usize = (__f0 + 5usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2187,11 +1671,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize)
-                    } else {
-                      (__f0 + 6usize)
-                    });
+                    let __pf: usize = (__f0 + 6usize);
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -2210,11 +1690,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 6usize) * 64usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 6usize)
-                      });
+                      let __pf: usize = (__f0 + 6usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2236,11 +1712,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize)
-                    } else {
-                      (__f0 + 7usize)
-                    });
+                    let __pf: usize = (__f0 + 7usize);
                     0usize + ((__pf / 64usize) % 32usize) * 1usize
                   }) as i32,
                 ),
@@ -2259,11 +1731,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (if __cols1 {
-                        ((__f0 % 32usize + 7usize) * 64usize + __f0 / 32usize)
-                      } else {
-                        (__f0 + 7usize)
-                      });
+                      let __pf: usize = (__f0 + 7usize);
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
@@ -2371,405 +1839,819 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
         __aligned && __lo1 <= __hi1 && __lo1 + __mn + __sc1 >= 0
           && __hi1 + __mx + 8 + __sc1 <= __len_b_ptr as i64
       };
-      if false || __cols0 || __cols1 {
-        let __w: u32 = ::kernel_std::__private::device::smem_addr()
-          + 24576usize as u32;
-        if __tid == 0 {
-          ::kernel_std::__private::device::store(
-            __smem.add(24576usize) as *mut u32,
-            1u32,
-          );
-        }
+      let __w: u32 = ::kernel_std::__private::device::smem_addr()
+        + 24576usize as u32;
+      if __tid == 0 {
+        ::kernel_std::__private::device::store(
+          __smem.add(24576usize) as *mut u32,
+          1u32,
+        );
+      }
+      ::kernel_std::__private::device::bar_sync();
+      let __proved: bool = {
+        ::kernel_std::__private::device::smem_and(
+          __w,
+          (true && __inb0 && __inb1) as u32,
+        );
         ::kernel_std::__private::device::bar_sync();
-        let __proved: bool = {
-          ::kernel_std::__private::device::smem_and(
-            __w,
-            (true && __inb0 && __inb1) as u32,
-          );
+        ::kernel_std::__private::device::load(__smem.add(24576usize) as *mut u32)
+          != 0
+      };
+      if __proved {
+        let mut __pi: i64 = 0;
+        while __pi < 2i64 {
+          if __pi < __n {
+            {
+              let __it: i64 = __pi;
+              let k_17: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __buf: usize = __pi as usize;
+              {
+                let __off0: i64 = a_ptrs_14_off + __it * __st14;
+                let __dst: usize = 0usize + __buf * 8192usize;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[0usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_9,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_k_1,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[1usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_9,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_k_1,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+              }
+              {
+                let __off1: i64 = b_ptrs_15_off + __it * __st15;
+                let __dst: usize = 4096usize + __buf * 8192usize;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[0usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_k_1,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_10,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[1usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_k_1,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_10,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          __pi += 1;
+        }
+        let mut __ci: i64 = 0;
+        let mut __cbu: u32 = 0;
+        let mut __nbu: u32 = 2u32;
+        while __ci < __n {
+          ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
           ::kernel_std::__private::device::bar_sync();
-          ::kernel_std::__private::device::load(
-            __smem.add(24576usize) as *mut u32,
-          ) != 0
-        };
-        if __proved {
-          let mut __pi: i64 = 0;
-          while __pi < 2i64 {
-            if __pi < __n {
+          let __cb: usize = __cbu as usize;
+          let __nx: i64 = __ci + 2i64;
+          if __nx < __n {
+            {
+              let __it: i64 = __nx;
+              let k_17: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __buf: usize = __nbu as usize;
               {
-                let __it: i64 = __pi;
-                let k_17: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __buf: usize = __pi as usize;
+                let __off0: i64 = a_ptrs_14_off + __it * __st14;
+                let __dst: usize = 0usize + __buf * 8192usize;
                 {
-                  let __off0: i64 = a_ptrs_14_off + __it * __st14;
-                  let __dst: usize = 0usize + __buf * 8192usize;
-                  if __cols0 {
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[0usize],
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[0usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
                         ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
+                      ),
+                      (0i32)
+                        .wrapping_add(
                           ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                  + __f0 / 64usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
                         ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
+                    );
+                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
                         ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                      + __f0 / 64usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                            + __f0 / 64usize);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[1usize],
-                        ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
+                      ),
+                      (0i32)
+                        .wrapping_add(
                           ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                  + __f0 / 64usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
                         ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
+                    );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
                           ),
+                          split_k_2,
                         ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                      + __f0 / 64usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                            + __f0 / 64usize);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
                   } else {
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[0usize],
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
                         ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_17,
@@ -2780,1058 +2662,155 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               split_k_2,
                             ),
                           ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
-                          )
-                      } {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_9,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
+                                __p_M,
                               ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
+                              __p_stride_am,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_k_1,
                                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                     32i64,
                                   ),
-                                  split_k_2,
                                 ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
                                   ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_ak,
-                                ),
                               ),
+                              __p_stride_ak,
                             ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[1usize],
+                          ),
                         ),
                         __off0,
                       );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
                           )
-                      } {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
+                        },
+                      );
+                      __i += 1;
                     }
                   }
                 }
                 {
-                  let __off1: i64 = b_ptrs_15_off + __it * __st15;
-                  let __dst: usize = 4096usize + __buf * 8192usize;
-                  if __cols1 {
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[0usize],
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[1usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
                         ),
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
+                      ),
+                      (0i32)
+                        .wrapping_add(
                           ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if (true
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                      + __f0 / 32usize);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                            + __f0 / 32usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_10,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                              + __f0 / 32usize);
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[1usize],
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
                         ),
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
+                    );
+                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
                           ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if (true
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                      + __f0 / 32usize);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                            + __f0 / 32usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_10,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                              + __f0 / 32usize);
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
+                          split_k_2,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
                   } else {
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[0usize],
-                        ),
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
@@ -3842,8 +2821,8 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -3859,1714 +2838,135 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             ),
                           ),
                         ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_10,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
                       );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[1usize],
-                        ),
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_9,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
                                 ),
+                                __p_M,
                               ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
+                              __p_stride_am,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_k_1,
                                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                     32i64,
                                   ),
-                                  split_k_2,
                                 ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
                                   ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_10,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
                               ),
+                              __p_stride_ak,
                             ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
                     }
                   }
                 }
               }
-            }
-            ::kernel_std::__private::device::cp_async_commit();
-            __pi += 1;
-          }
-          let mut __ci: i64 = 0;
-          let mut __cbu: u32 = 0;
-          let mut __nbu: u32 = 2u32;
-          while __ci < __n {
-            ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
-            ::kernel_std::__private::device::bar_sync();
-            let __cb: usize = __cbu as usize;
-            let __nx: i64 = __ci + 2i64;
-            if __nx < __n {
               {
-                let __it: i64 = __nx;
-                let k_17: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __buf: usize = __nbu as usize;
+                let __off1: i64 = b_ptrs_15_off + __it * __st15;
+                let __dst: usize = 4096usize + __buf * 8192usize;
                 {
-                  let __off0: i64 = a_ptrs_14_off + __it * __st14;
-                  let __dst: usize = 0usize + __buf * 8192usize;
-                  if __cols0 {
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[0usize],
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[0usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
                         ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
+                      ),
+                      (0i32)
+                        .wrapping_add(
                           ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                  + __f0 / 64usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
+                          split_k_2,
                         ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                      + __f0 / 64usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                            + __f0 / 64usize);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[1usize],
-                        ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                  + __f0 / 64usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                      + __f0 / 64usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                            + __f0 / 64usize);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
                   } else {
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[0usize],
-                        ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
-                          )
-                      } {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[1usize],
-                        ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
-                          )
-                      } {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                  }
-                }
-                {
-                  let __off1: i64 = b_ptrs_15_off + __it * __st15;
-                  let __dst: usize = 4096usize + __buf * 8192usize;
-                  if __cols1 {
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[0usize],
-                        ),
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if (true
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                      + __f0 / 32usize);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                            + __f0 / 32usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_10,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                              + __f0 / 32usize);
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[1usize],
-                        ),
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if (true
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                      + __f0 / 32usize);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                            + __f0 / 32usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_10,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                              + __f0 / 32usize);
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                  } else {
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[0usize],
-                        ),
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
@@ -5577,7 +2977,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0);
+                                let __pf: usize = (__f0 + __i);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -5594,131 +2994,131 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             ),
                           ),
                         ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_k_1,
                                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                     32i64,
                                   ),
-                                  split_k_2,
                                 ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
                                   ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_10,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
                               ),
+                              __p_stride_bk,
                             ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[1usize],
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_10,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
                         ),
                         __off1,
                       );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[1usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
                           ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
@@ -5729,7 +3129,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0);
+                                let __pf: usize = (__f0 + __i);
                                 0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
@@ -5746,8338 +3146,1963 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             ),
                           ),
                         ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_k_1,
                                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                     32i64,
                                   ),
-                                  split_k_2,
                                 ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
                                   ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_10,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
                               ),
+                              __p_stride_bk,
                             ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_10,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
                     }
                   }
                 }
               }
             }
-            ::kernel_std::__private::device::cp_async_commit();
-            if __cols1 {
-              if __cols0 {
-                {
-                  let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                    __lane,
-                  );
-                  {
-                    let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 8192usize) as u32;
-                    let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 8192usize + 4096usize) as u32;
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__ks: usize| {
-                        let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            __af[__i] = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                              __sa
-                                + (({
-                                  let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
-                                  __r * 64usize
-                                    + (((((__warp / 2usize) * 32usize + __i * 16) / 8
-                                      + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__jp: usize| {
-                            let __bq = ::kernel_std::__private::device::ldmatrix_x4(
-                              __sb
-                                + (({
-                                  let __r: usize = ((__warp % 2usize) * 4usize + 2 * __jp
-                                    + __lane / 16) * 8 + __lane % 8;
-                                  __r * 32usize
-                                    + (((__ks * 2 + (__lane / 8) % 2)
-                                      ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[0], __bq[1]],
-                                  [
-                                    accumulator_16[__b],
-                                    accumulator_16[__b + 1],
-                                    accumulator_16[__b + 2],
-                                    accumulator_16[__b + 3],
-                                  ],
-                                );
-                                accumulator_16[__b] = __d[0];
-                                accumulator_16[__b + 1] = __d[1];
-                                accumulator_16[__b + 2] = __d[2];
-                                accumulator_16[__b + 3] = __d[3];
-                              },
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[2], __bq[3]],
-                                  [
-                                    accumulator_16[__b],
-                                    accumulator_16[__b + 1],
-                                    accumulator_16[__b + 2],
-                                    accumulator_16[__b + 3],
-                                  ],
-                                );
-                                accumulator_16[__b] = __d[0];
-                                accumulator_16[__b + 1] = __d[1];
-                                accumulator_16[__b + 2] = __d[2];
-                                accumulator_16[__b + 3] = __d[3];
-                              },
-                            );
-                          },
-                        );
-                      },
-                    );
-                  }
-                }
-              } else {
-                {
-                  let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                    __lane,
-                  );
-                  {
-                    let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 8192usize) as u32;
-                    let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 8192usize + 4096usize) as u32;
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__ks: usize| {
-                        let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                              __sa
-                                + (({
-                                  let __r: usize = (__warp / 2usize) * 32usize + __i * 16
-                                    + __lane % 16;
-                                  __r * 32usize
-                                    + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                      * 8)
-                                }) * 2) as u32,
-                            );
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__jp: usize| {
-                            let __bq = ::kernel_std::__private::device::ldmatrix_x4(
-                              __sb
-                                + (({
-                                  let __r: usize = ((__warp % 2usize) * 4usize + 2 * __jp
-                                    + __lane / 16) * 8 + __lane % 8;
-                                  __r * 32usize
-                                    + (((__ks * 2 + (__lane / 8) % 2)
-                                      ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[0], __bq[1]],
-                                  [
-                                    accumulator_16[__b],
-                                    accumulator_16[__b + 1],
-                                    accumulator_16[__b + 2],
-                                    accumulator_16[__b + 3],
-                                  ],
-                                );
-                                accumulator_16[__b] = __d[0];
-                                accumulator_16[__b + 1] = __d[1];
-                                accumulator_16[__b + 2] = __d[2];
-                                accumulator_16[__b + 3] = __d[3];
-                              },
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[2], __bq[3]],
-                                  [
-                                    accumulator_16[__b],
-                                    accumulator_16[__b + 1],
-                                    accumulator_16[__b + 2],
-                                    accumulator_16[__b + 3],
-                                  ],
-                                );
-                                accumulator_16[__b] = __d[0];
-                                accumulator_16[__b + 1] = __d[1];
-                                accumulator_16[__b + 2] = __d[2];
-                                accumulator_16[__b + 3] = __d[3];
-                              },
-                            );
-                          },
-                        );
-                      },
-                    );
-                  }
-                }
-              }
-            } else {
-              if __cols0 {
-                {
-                  let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                    __lane,
-                  );
-                  {
-                    let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 8192usize) as u32;
-                    let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 8192usize + 4096usize) as u32;
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__ks: usize| {
-                        let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            __af[__i] = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                              __sa
-                                + (({
-                                  let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
-                                  __r * 64usize
-                                    + (((((__warp / 2usize) * 32usize + __i * 16) / 8
-                                      + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__jp: usize| {
-                            let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                              __sb
-                                + (({
-                                  let __r: usize = __ks * 16 + __lane % 16;
-                                  __r * 64usize
-                                    + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
-                                      ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[0], __bq[1]],
-                                  [
-                                    accumulator_16[__b],
-                                    accumulator_16[__b + 1],
-                                    accumulator_16[__b + 2],
-                                    accumulator_16[__b + 3],
-                                  ],
-                                );
-                                accumulator_16[__b] = __d[0];
-                                accumulator_16[__b + 1] = __d[1];
-                                accumulator_16[__b + 2] = __d[2];
-                                accumulator_16[__b + 3] = __d[3];
-                              },
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[2], __bq[3]],
-                                  [
-                                    accumulator_16[__b],
-                                    accumulator_16[__b + 1],
-                                    accumulator_16[__b + 2],
-                                    accumulator_16[__b + 3],
-                                  ],
-                                );
-                                accumulator_16[__b] = __d[0];
-                                accumulator_16[__b + 1] = __d[1];
-                                accumulator_16[__b + 2] = __d[2];
-                                accumulator_16[__b + 3] = __d[3];
-                              },
-                            );
-                          },
-                        );
-                      },
-                    );
-                  }
-                }
-              } else {
-                {
-                  let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 8192usize) as u32;
-                  let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 8192usize + 4096usize) as u32;
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__ks: usize| {
-                      let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                            __sa
-                              + (({
-                                let __r: usize = (__warp / 2usize) * 32usize + __i * 16
-                                  + __lane % 16;
-                                __r * 32usize
-                                  + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                    * 8)
-                              }) * 2) as u32,
-                          );
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__jp: usize| {
-                          let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                            __sb
-                              + (({
-                                let __r: usize = __ks * 16 + __lane % 16;
-                                __r * 64usize
-                                  + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
-                                    ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) * 2) as u32,
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            2usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[0], __bq[1]],
-                                [
-                                  accumulator_16[__b],
-                                  accumulator_16[__b + 1],
-                                  accumulator_16[__b + 2],
-                                  accumulator_16[__b + 3],
-                                ],
-                              );
-                              accumulator_16[__b] = __d[0];
-                              accumulator_16[__b + 1] = __d[1];
-                              accumulator_16[__b + 2] = __d[2];
-                              accumulator_16[__b + 3] = __d[3];
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            2usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[2], __bq[3]],
-                                [
-                                  accumulator_16[__b],
-                                  accumulator_16[__b + 1],
-                                  accumulator_16[__b + 2],
-                                  accumulator_16[__b + 3],
-                                ],
-                              );
-                              accumulator_16[__b] = __d[0];
-                              accumulator_16[__b + 1] = __d[1];
-                              accumulator_16[__b + 2] = __d[2];
-                              accumulator_16[__b + 3] = __d[3];
-                            },
-                          );
-                        },
-                      );
-                    },
-                  );
-                }
-              }
-            }
-            __ci += 1;
-            __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
-            __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
           }
-        } else {
-          ::core::hint::cold_path();
-          let mut __pi: i64 = 0;
-          while __pi < 2i64 {
-            if __pi < __n {
-              {
-                let __it: i64 = __pi;
-                let k_17: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __buf: usize = __pi as usize;
-                {
-                  let __off0: i64 = a_ptrs_14_off + __it * __st14;
-                  let __dst: usize = 0usize + __buf * 8192usize;
-                  if __cols0 {
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[0usize],
-                          );
-                          if __pb0[0usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
+          ::kernel_std::__private::device::cp_async_commit();
+          {
+            let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __cb * 8192usize) as u32;
+            let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __cb * 8192usize + 4096usize) as u32;
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__ks: usize| {
+                let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+                ::kernel_std::__private::device::unroll::<
+                  2usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__i: usize| {
+                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                      __sa
                         + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                  + __f0 / 64usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                      + __f0 / 64usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                            + __f0 / 64usize);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[1usize],
-                          );
-                          if __pb0[1usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
+                          let __r: usize = (__warp / 2usize) * 32usize + __i * 16
+                            + __lane % 16;
+                          __r * 32usize
+                            + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                              * 8)
+                        }) * 2) as u32,
+                    );
+                  },
+                );
+                ::kernel_std::__private::device::unroll::<
+                  2usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__jp: usize| {
+                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                      __sb
                         + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                  + __f0 / 64usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
+                          let __r: usize = __ks * 16 + __lane % 16;
+                          __r * 64usize
+                            + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
+                              ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) * 2) as u32,
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      2usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[0], __bq[1]],
+                          [
+                            accumulator_16[__b],
+                            accumulator_16[__b + 1],
+                            accumulator_16[__b + 2],
+                            accumulator_16[__b + 3],
+                          ],
                         );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
+                        accumulator_16[__b] = __d[0];
+                        accumulator_16[__b + 1] = __d[1];
+                        accumulator_16[__b + 2] = __d[2];
+                        accumulator_16[__b + 3] = __d[3];
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      2usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[2], __bq[3]],
+                          [
+                            accumulator_16[__b],
+                            accumulator_16[__b + 1],
+                            accumulator_16[__b + 2],
+                            accumulator_16[__b + 3],
+                          ],
                         );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                      + __f0 / 64usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                            + __f0 / 64usize);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                  } else {
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[0usize],
-                          );
-                          if __pb0[0usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
-                          )
-                      } && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[1usize],
-                          );
-                          if __pb0[1usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
-                          )
-                      } && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                  }
-                }
-                {
-                  let __off1: i64 = b_ptrs_15_off + __it * __st15;
-                  let __dst: usize = 4096usize + __buf * 8192usize;
-                  if __cols1 {
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[0usize],
-                          );
-                          if __pb1[0usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if (true
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )) && (__g as usize) % 16 == 0
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                      + __f0 / 32usize);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                            + __f0 / 32usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_10,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                              + __f0 / 32usize);
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[1usize],
-                          );
-                          if __pb1[1usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if (true
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )) && (__g as usize) % 16 == 0
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                      + __f0 / 32usize);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                            + __f0 / 32usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_10,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                              + __f0 / 32usize);
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                  } else {
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[0usize],
-                          );
-                          if __pb1[0usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_10,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[1usize],
-                          );
-                          if __pb1[1usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_10,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                  }
-                }
-              }
-            }
-            ::kernel_std::__private::device::cp_async_commit();
-            __pi += 1;
+                        accumulator_16[__b] = __d[0];
+                        accumulator_16[__b + 1] = __d[1];
+                        accumulator_16[__b + 2] = __d[2];
+                        accumulator_16[__b + 3] = __d[3];
+                      },
+                    );
+                  },
+                );
+              },
+            );
           }
-          let mut __ci: i64 = 0;
-          let mut __cbu: u32 = 0;
-          let mut __nbu: u32 = 2u32;
-          while __ci < __n {
-            ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
-            ::kernel_std::__private::device::bar_sync();
-            let __cb: usize = __cbu as usize;
-            let __nx: i64 = __ci + 2i64;
-            if __nx < __n {
-              {
-                let __it: i64 = __nx;
-                let k_17: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __buf: usize = __nbu as usize;
-                {
-                  let __off0: i64 = a_ptrs_14_off + __it * __st14;
-                  let __dst: usize = 0usize + __buf * 8192usize;
-                  if __cols0 {
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[0usize],
-                          );
-                          if __pb0[0usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                  + __f0 / 64usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                      + __f0 / 64usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                            + __f0 / 64usize);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[1usize],
-                          );
-                          if __pb0[1usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__f0 % 64usize + 0usize) * 32usize
-                                  + __f0 / 64usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                      + __f0 / 64usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                              + __f0 / 64usize);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 64usize + __i) * 32usize
-                                            + __f0 / 64usize);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                  } else {
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[0usize],
-                          );
-                          if __pb0[0usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
-                          )
-                      } && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[1usize],
-                          );
-                          if __pb0[1usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
-                          )
-                      } && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                  }
-                }
-                {
-                  let __off1: i64 = b_ptrs_15_off + __it * __st15;
-                  let __dst: usize = 4096usize + __buf * 8192usize;
-                  if __cols1 {
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[0usize],
-                          );
-                          if __pb1[0usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if (true
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )) && (__g as usize) % 16 == 0
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                      + __f0 / 32usize);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                            + __f0 / 32usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_10,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                              + __f0 / 32usize);
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[1usize],
-                          );
-                          if __pb1[1usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if (true
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 0usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 1usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 2usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 3usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 4usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 5usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 6usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 32usize + 7usize) * 64usize
-                                    + __f0 / 32usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        )) && (__g as usize) % 16 == 0
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                      + __f0 / 32usize);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                            + __f0 / 32usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_10,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 32usize + __i) * 64usize
-                                              + __f0 / 32usize);
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                  } else {
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[0usize],
-                          );
-                          if __pb1[0usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_10,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[1usize],
-                          );
-                          if __pb1[1usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_k_1,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_17,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                  split_k_2,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_k_1,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_10,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                  }
-                }
-              }
-            }
-            ::kernel_std::__private::device::cp_async_commit();
-            if __cols1 {
-              if __cols0 {
-                {
-                  let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                    __lane,
-                  );
-                  {
-                    let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 8192usize) as u32;
-                    let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 8192usize + 4096usize) as u32;
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__ks: usize| {
-                        let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            __af[__i] = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                              __sa
-                                + (({
-                                  let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
-                                  __r * 64usize
-                                    + (((((__warp / 2usize) * 32usize + __i * 16) / 8
-                                      + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__jp: usize| {
-                            let __bq = ::kernel_std::__private::device::ldmatrix_x4(
-                              __sb
-                                + (({
-                                  let __r: usize = ((__warp % 2usize) * 4usize + 2 * __jp
-                                    + __lane / 16) * 8 + __lane % 8;
-                                  __r * 32usize
-                                    + (((__ks * 2 + (__lane / 8) % 2)
-                                      ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[0], __bq[1]],
-                                  [
-                                    accumulator_16[__b],
-                                    accumulator_16[__b + 1],
-                                    accumulator_16[__b + 2],
-                                    accumulator_16[__b + 3],
-                                  ],
-                                );
-                                accumulator_16[__b] = __d[0];
-                                accumulator_16[__b + 1] = __d[1];
-                                accumulator_16[__b + 2] = __d[2];
-                                accumulator_16[__b + 3] = __d[3];
-                              },
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[2], __bq[3]],
-                                  [
-                                    accumulator_16[__b],
-                                    accumulator_16[__b + 1],
-                                    accumulator_16[__b + 2],
-                                    accumulator_16[__b + 3],
-                                  ],
-                                );
-                                accumulator_16[__b] = __d[0];
-                                accumulator_16[__b + 1] = __d[1];
-                                accumulator_16[__b + 2] = __d[2];
-                                accumulator_16[__b + 3] = __d[3];
-                              },
-                            );
-                          },
-                        );
-                      },
-                    );
-                  }
-                }
-              } else {
-                {
-                  let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                    __lane,
-                  );
-                  {
-                    let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 8192usize) as u32;
-                    let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 8192usize + 4096usize) as u32;
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__ks: usize| {
-                        let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                              __sa
-                                + (({
-                                  let __r: usize = (__warp / 2usize) * 32usize + __i * 16
-                                    + __lane % 16;
-                                  __r * 32usize
-                                    + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                      * 8)
-                                }) * 2) as u32,
-                            );
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__jp: usize| {
-                            let __bq = ::kernel_std::__private::device::ldmatrix_x4(
-                              __sb
-                                + (({
-                                  let __r: usize = ((__warp % 2usize) * 4usize + 2 * __jp
-                                    + __lane / 16) * 8 + __lane % 8;
-                                  __r * 32usize
-                                    + (((__ks * 2 + (__lane / 8) % 2)
-                                      ^ ((__r / 2usize) % 4usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[0], __bq[1]],
-                                  [
-                                    accumulator_16[__b],
-                                    accumulator_16[__b + 1],
-                                    accumulator_16[__b + 2],
-                                    accumulator_16[__b + 3],
-                                  ],
-                                );
-                                accumulator_16[__b] = __d[0];
-                                accumulator_16[__b + 1] = __d[1];
-                                accumulator_16[__b + 2] = __d[2];
-                                accumulator_16[__b + 3] = __d[3];
-                              },
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[2], __bq[3]],
-                                  [
-                                    accumulator_16[__b],
-                                    accumulator_16[__b + 1],
-                                    accumulator_16[__b + 2],
-                                    accumulator_16[__b + 3],
-                                  ],
-                                );
-                                accumulator_16[__b] = __d[0];
-                                accumulator_16[__b + 1] = __d[1];
-                                accumulator_16[__b + 2] = __d[2];
-                                accumulator_16[__b + 3] = __d[3];
-                              },
-                            );
-                          },
-                        );
-                      },
-                    );
-                  }
-                }
-              }
-            } else {
-              if __cols0 {
-                {
-                  let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                    __lane,
-                  );
-                  {
-                    let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 8192usize) as u32;
-                    let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 8192usize + 4096usize) as u32;
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__ks: usize| {
-                        let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            __af[__i] = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                              __sa
-                                + (({
-                                  let __r: usize = __ks * 16 + (__lane / 16) * 8 + __lane % 8;
-                                  __r * 64usize
-                                    + (((((__warp / 2usize) * 32usize + __i * 16) / 8
-                                      + (__lane / 8) % 2) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__jp: usize| {
-                            let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                              __sb
-                                + (({
-                                  let __r: usize = __ks * 16 + __lane % 16;
-                                  __r * 64usize
-                                    + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
-                                      ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[0], __bq[1]],
-                                  [
-                                    accumulator_16[__b],
-                                    accumulator_16[__b + 1],
-                                    accumulator_16[__b + 2],
-                                    accumulator_16[__b + 3],
-                                  ],
-                                );
-                                accumulator_16[__b] = __d[0];
-                                accumulator_16[__b + 1] = __d[1];
-                                accumulator_16[__b + 2] = __d[2];
-                                accumulator_16[__b + 3] = __d[3];
-                              },
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              2usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[2], __bq[3]],
-                                  [
-                                    accumulator_16[__b],
-                                    accumulator_16[__b + 1],
-                                    accumulator_16[__b + 2],
-                                    accumulator_16[__b + 3],
-                                  ],
-                                );
-                                accumulator_16[__b] = __d[0];
-                                accumulator_16[__b + 1] = __d[1];
-                                accumulator_16[__b + 2] = __d[2];
-                                accumulator_16[__b + 3] = __d[3];
-                              },
-                            );
-                          },
-                        );
-                      },
-                    );
-                  }
-                }
-              } else {
-                {
-                  let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 8192usize) as u32;
-                  let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 8192usize + 4096usize) as u32;
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__ks: usize| {
-                      let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                            __sa
-                              + (({
-                                let __r: usize = (__warp / 2usize) * 32usize + __i * 16
-                                  + __lane % 16;
-                                __r * 32usize
-                                  + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                    * 8)
-                              }) * 2) as u32,
-                          );
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__jp: usize| {
-                          let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                            __sb
-                              + (({
-                                let __r: usize = __ks * 16 + __lane % 16;
-                                __r * 64usize
-                                  + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
-                                    ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) * 2) as u32,
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            2usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[0], __bq[1]],
-                                [
-                                  accumulator_16[__b],
-                                  accumulator_16[__b + 1],
-                                  accumulator_16[__b + 2],
-                                  accumulator_16[__b + 3],
-                                ],
-                              );
-                              accumulator_16[__b] = __d[0];
-                              accumulator_16[__b + 1] = __d[1];
-                              accumulator_16[__b + 2] = __d[2];
-                              accumulator_16[__b + 3] = __d[3];
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            2usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[2], __bq[3]],
-                                [
-                                  accumulator_16[__b],
-                                  accumulator_16[__b + 1],
-                                  accumulator_16[__b + 2],
-                                  accumulator_16[__b + 3],
-                                ],
-                              );
-                              accumulator_16[__b] = __d[0];
-                              accumulator_16[__b + 1] = __d[1];
-                              accumulator_16[__b + 2] = __d[2];
-                              accumulator_16[__b + 3] = __d[3];
-                            },
-                          );
-                        },
-                      );
-                    },
-                  );
-                }
-              }
-            }
-            __ci += 1;
-            __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
-            __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
-          }
+          __ci += 1;
+          __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
+          __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
         }
       } else {
-        let __w: u32 = ::kernel_std::__private::device::smem_addr()
-          + 24576usize as u32;
-        if __tid == 0 {
-          ::kernel_std::__private::device::store(
-            __smem.add(24576usize) as *mut u32,
-            1u32,
-          );
+        ::core::hint::cold_path();
+        let mut __pi: i64 = 0;
+        while __pi < 2i64 {
+          if __pi < __n {
+            {
+              let __it: i64 = __pi;
+              let k_17: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __buf: usize = __pi as usize;
+              {
+                let __off0: i64 = a_ptrs_14_off + __it * __st14;
+                let __dst: usize = 0usize + __buf * 8192usize;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
+                      );
+                      if __pb0[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x4,
+                      __x3,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x4,
+                        __c5,
+                      )
+                  } && (__g as usize) % 16 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_9,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_k_1,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[1usize],
+                      );
+                      if __pb0[1usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x4,
+                      __x3,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x4,
+                        __c5,
+                      )
+                  } && (__g as usize) % 16 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_9,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_k_1,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+              }
+              {
+                let __off1: i64 = b_ptrs_15_off + __it * __st15;
+                let __dst: usize = 4096usize + __buf * 8192usize;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      );
+                      if __pb1[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 16 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_k_1,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_10,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      );
+                      if __pb1[1usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 16 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                              split_k_2,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_k_1,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_10,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          __pi += 1;
         }
-        ::kernel_std::__private::device::bar_sync();
-        let __proved: bool = {
-          ::kernel_std::__private::device::smem_and(
-            __w,
-            (true && __inb0 && __inb1) as u32,
-          );
+        let mut __ci: i64 = 0;
+        let mut __cbu: u32 = 0;
+        let mut __nbu: u32 = 2u32;
+        while __ci < __n {
+          ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
           ::kernel_std::__private::device::bar_sync();
-          ::kernel_std::__private::device::load(
-            __smem.add(24576usize) as *mut u32,
-          ) != 0
-        };
-        if __proved {
-          let mut __pi: i64 = 0;
-          while __pi < 2i64 {
-            if __pi < __n {
+          let __cb: usize = __cbu as usize;
+          let __nx: i64 = __ci + 2i64;
+          if __nx < __n {
+            {
+              let __it: i64 = __nx;
+              let k_17: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __buf: usize = __nbu as usize;
               {
-                let __it: i64 = __pi;
-                let k_17: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __buf: usize = __pi as usize;
+                let __off0: i64 = a_ptrs_14_off + __it * __st14;
+                let __dst: usize = 0usize + __buf * 8192usize;
                 {
-                  let __off0: i64 = a_ptrs_14_off + __it * __st14;
-                  let __dst: usize = 0usize + __buf * 8192usize;
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                         __p_a_ptr,
                         __pb0[0usize],
+                      );
+                      if __pb0[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
                       ),
-                      __off0,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
                     );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                             32i64,
                           ),
+                          split_k_2,
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x4,
+                      __x3,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x4,
+                        __c5,
+                      )
+                  } && (__g as usize) % 16 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                               32i64,
                             ),
-                            split_k_2,
                           ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
                         ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    } {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
+                              split_k_2,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
+                                    pid_m_9,
                                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
+                                      64i64,
                                     ),
                                   ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
                                         let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
-                                __p_stride_ak,
+                                __p_M,
                               ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_k_1,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_ak,
                             ),
                           ),
-                          __off0,
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
                         );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
                       }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
                     }
                   }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                         __p_a_ptr,
                         __pb0[1usize],
+                      );
+                      if __pb0[1usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
                       ),
-                      __off0,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
                     );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                             32i64,
                           ),
+                          split_k_2,
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x4,
+                      __x3,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x4,
+                        __c5,
+                      )
+                  } && (__g as usize) % 16 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                               32i64,
                             ),
-                            split_k_2,
                           ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
                         ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    } {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
+                              split_k_2,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
+                                    pid_m_9,
                                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
+                                      64i64,
                                     ),
                                   ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
                                         let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
-                                __p_stride_ak,
+                                __p_M,
                               ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_k_1,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_ak,
                             ),
                           ),
-                          __off0,
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
                         );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
                       }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
                     }
                   }
                 }
+              }
+              {
+                let __off1: i64 = b_ptrs_15_off + __it * __st15;
+                let __dst: usize = 4096usize + __buf * 8192usize;
                 {
-                  let __off1: i64 = b_ptrs_15_off + __it * __st15;
-                  let __dst: usize = 4096usize + __buf * 8192usize;
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                         __p_b_ptr,
                         __pb1[0usize],
+                      );
+                      if __pb1[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
                       ),
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                             32i64,
                           ),
+                          split_k_2,
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
                       ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
+                    ),
+                  ) && (__g as usize) % 16 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                               32i64,
                             ),
-                            split_k_2,
                           ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
                         ),
-                      ),
-                    ) {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
+                              split_k_2,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_k_1,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
                                 ),
-                                split_k_2,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
+                              __p_stride_bk,
                             ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
+                                    pid_n_10,
                                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
+                                      64i64,
                                     ),
                                   ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
                                         let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
-                                __p_stride_bk,
+                                __p_N,
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
+                              __p_stride_bn,
                             ),
                           ),
-                          __off1,
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
                         );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
                       }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
                     }
                   }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                         __p_b_ptr,
                         __pb1[1usize],
+                      );
+                      if __pb1[1usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
                       ),
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                             32i64,
                           ),
+                          split_k_2,
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
                       ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
+                    ),
+                  ) && (__g as usize) % 16 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_k_1,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                               32i64,
                             ),
-                            split_k_2,
                           ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
                         ),
-                      ),
-                    ) {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_17,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
+                              split_k_2,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_k_1,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
                                 ),
-                                split_k_2,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
+                              __p_stride_bk,
                             ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
+                                    pid_n_10,
                                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
+                                      64i64,
                                     ),
                                   ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
                                         let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
-                                __p_stride_bk,
+                                __p_N,
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
+                              __p_stride_bn,
                             ),
                           ),
-                          __off1,
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
                         );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
                       }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
                     }
-                  }
-                }
-              }
-            }
-            ::kernel_std::__private::device::cp_async_commit();
-            __pi += 1;
-          }
-          let mut __ci: i64 = 0;
-          let mut __cbu: u32 = 0;
-          let mut __nbu: u32 = 2u32;
-          while __ci < __n {
-            ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
-            ::kernel_std::__private::device::bar_sync();
-            let __cb: usize = __cbu as usize;
-            let __nx: i64 = __ci + 2i64;
-            if __nx < __n {
-              {
-                let __it: i64 = __nx;
-                let k_17: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __buf: usize = __nbu as usize;
-                {
-                  let __off0: i64 = a_ptrs_14_off + __it * __st14;
-                  let __dst: usize = 0usize + __buf * 8192usize;
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[0usize],
-                      ),
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    } {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        __pb0[1usize],
-                      ),
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    } {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                    }
-                  }
-                }
-                {
-                  let __off1: i64 = b_ptrs_15_off + __it * __st15;
-                  let __dst: usize = 4096usize + __buf * 8192usize;
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
                         __p_b_ptr,
-                        __pb1[0usize],
-                      ),
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    ) {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
                       );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        __pb1[1usize],
-                      ),
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    ) {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
                     }
                   }
                 }
               }
             }
-            ::kernel_std::__private::device::cp_async_commit();
-            {
-              let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                + (0usize + __cb * 8192usize) as u32;
-              let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                + (0usize + __cb * 8192usize + 4096usize) as u32;
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__ks: usize| {
-                  let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                        __sa
-                          + (({
-                            let __r: usize = (__warp / 2usize) * 32usize + __i * 16
-                              + __lane % 16;
-                            __r * 32usize
-                              + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                * 8)
-                          }) * 2) as u32,
-                      );
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__jp: usize| {
-                      let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                        __sb
-                          + (({
-                            let __r: usize = __ks * 16 + __lane % 16;
-                            __r * 64usize
-                              + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
-                                ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) * 2) as u32,
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[0], __bq[1]],
-                            [
-                              accumulator_16[__b],
-                              accumulator_16[__b + 1],
-                              accumulator_16[__b + 2],
-                              accumulator_16[__b + 3],
-                            ],
-                          );
-                          accumulator_16[__b] = __d[0];
-                          accumulator_16[__b + 1] = __d[1];
-                          accumulator_16[__b + 2] = __d[2];
-                          accumulator_16[__b + 3] = __d[3];
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[2], __bq[3]],
-                            [
-                              accumulator_16[__b],
-                              accumulator_16[__b + 1],
-                              accumulator_16[__b + 2],
-                              accumulator_16[__b + 3],
-                            ],
-                          );
-                          accumulator_16[__b] = __d[0];
-                          accumulator_16[__b + 1] = __d[1];
-                          accumulator_16[__b + 2] = __d[2];
-                          accumulator_16[__b + 3] = __d[3];
-                        },
-                      );
-                    },
-                  );
-                },
-              );
-            }
-            __ci += 1;
-            __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
-            __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
           }
-        } else {
-          ::core::hint::cold_path();
-          let mut __pi: i64 = 0;
-          while __pi < 2i64 {
-            if __pi < __n {
-              {
-                let __it: i64 = __pi;
-                let k_17: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __buf: usize = __pi as usize;
-                {
-                  let __off0: i64 = a_ptrs_14_off + __it * __st14;
-                  let __dst: usize = 0usize + __buf * 8192usize;
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[0usize],
-                        );
-                        if __pb0[0usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
+          ::kernel_std::__private::device::cp_async_commit();
+          {
+            let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __cb * 8192usize) as u32;
+            let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __cb * 8192usize + 4096usize) as u32;
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__ks: usize| {
+                let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+                ::kernel_std::__private::device::unroll::<
+                  2usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__i: usize| {
+                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                      __sa
+                        + (({
+                          let __r: usize = (__warp / 2usize) * 32usize + __i * 16
+                            + __lane % 16;
                           __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
-                        )
-                    } && (__g as usize) % 16 == 0
-                      && (__inb0
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_a_ptr as usize,
-                          ) as *mut _,
-                          __len_a_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
+                            + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                              * 8)
+                        }) * 2) as u32,
                     );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[1usize],
-                        );
-                        if __pb0[1usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
-                        )
-                    } && (__g as usize) % 16 == 0
-                      && (__inb0
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_a_ptr as usize,
-                          ) as *mut _,
-                          __len_a_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                }
-                {
-                  let __off1: i64 = b_ptrs_15_off + __it * __st15;
-                  let __dst: usize = 4096usize + __buf * 8192usize;
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[0usize],
-                        );
-                        if __pb1[0usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
+                  },
+                );
+                ::kernel_std::__private::device::unroll::<
+                  2usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__jp: usize| {
+                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                      __sb
+                        + (({
+                          let __r: usize = __ks * 16 + __lane % 16;
                           __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    ) && (__g as usize) % 16 == 0
-                      && (__inb1
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_b_ptr as usize,
-                          ) as *mut _,
-                          __len_b_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
+                            + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
+                              ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) * 2) as u32,
                     );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[1usize],
+                    ::kernel_std::__private::device::unroll::<
+                      2usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[0], __bq[1]],
+                          [
+                            accumulator_16[__b],
+                            accumulator_16[__b + 1],
+                            accumulator_16[__b + 2],
+                            accumulator_16[__b + 3],
+                          ],
                         );
-                        if __pb1[1usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
+                        accumulator_16[__b] = __d[0];
+                        accumulator_16[__b + 1] = __d[1];
+                        accumulator_16[__b + 2] = __d[2];
+                        accumulator_16[__b + 3] = __d[3];
                       },
-                      __off1,
                     );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    ) && (__g as usize) % 16 == 0
-                      && (__inb1
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_b_ptr as usize,
-                          ) as *mut _,
-                          __len_b_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
+                    ::kernel_std::__private::device::unroll::<
+                      2usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[2], __bq[3]],
+                          [
+                            accumulator_16[__b],
+                            accumulator_16[__b + 1],
+                            accumulator_16[__b + 2],
+                            accumulator_16[__b + 3],
+                          ],
                         );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                }
-              }
-            }
-            ::kernel_std::__private::device::cp_async_commit();
-            __pi += 1;
+                        accumulator_16[__b] = __d[0];
+                        accumulator_16[__b + 1] = __d[1];
+                        accumulator_16[__b + 2] = __d[2];
+                        accumulator_16[__b + 3] = __d[3];
+                      },
+                    );
+                  },
+                );
+              },
+            );
           }
-          let mut __ci: i64 = 0;
-          let mut __cbu: u32 = 0;
-          let mut __nbu: u32 = 2u32;
-          while __ci < __n {
-            ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
-            ::kernel_std::__private::device::bar_sync();
-            let __cb: usize = __cbu as usize;
-            let __nx: i64 = __ci + 2i64;
-            if __nx < __n {
-              {
-                let __it: i64 = __nx;
-                let k_17: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __buf: usize = __nbu as usize;
-                {
-                  let __off0: i64 = a_ptrs_14_off + __it * __st14;
-                  let __dst: usize = 0usize + __buf * 8192usize;
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[0usize],
-                        );
-                        if __pb0[0usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
-                        )
-                    } && (__g as usize) % 16 == 0
-                      && (__inb0
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_a_ptr as usize,
-                          ) as *mut _,
-                          __len_a_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[1usize],
-                        );
-                        if __pb0[1usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off0,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if {
-                      let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
-                        )
-                    } && (__g as usize) % 16 == 0
-                      && (__inb0
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_a_ptr as usize,
-                          ) as *mut _,
-                          __len_a_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fault,
-                          __tag,
-                          0u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                }
-                {
-                  let __off1: i64 = b_ptrs_15_off + __it * __st15;
-                  let __dst: usize = 4096usize + __buf * 8192usize;
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[0usize],
-                        );
-                        if __pb1[0usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    ) && (__g as usize) % 16 == 0
-                      && (__inb1
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_b_ptr as usize,
-                          ) as *mut _,
-                          __len_b_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      {
-                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[1usize],
-                        );
-                        if __pb1[1usize]
-                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                        {
-                          __b
-                        } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
-                        }
-                      },
-                      __off1,
-                    );
-                    let __so: usize = __dst
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_17,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                            split_k_2,
-                          ),
-                        ),
-                      ),
-                    ) && (__g as usize) % 16 == 0
-                      && (__inb1
-                        || ::kernel_std::__private::device::fits(
-                          __g,
-                          ::kernel_std::__private::device::opaque_usize(
-                            __p_b_ptr as usize,
-                          ) as *mut _,
-                          __len_b_ptr,
-                          8usize,
-                        ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      );
-                    } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                }
-              }
-            }
-            ::kernel_std::__private::device::cp_async_commit();
-            {
-              let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                + (0usize + __cb * 8192usize) as u32;
-              let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                + (0usize + __cb * 8192usize + 4096usize) as u32;
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__ks: usize| {
-                  let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                        __sa
-                          + (({
-                            let __r: usize = (__warp / 2usize) * 32usize + __i * 16
-                              + __lane % 16;
-                            __r * 32usize
-                              + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                * 8)
-                          }) * 2) as u32,
-                      );
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__jp: usize| {
-                      let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                        __sb
-                          + (({
-                            let __r: usize = __ks * 16 + __lane % 16;
-                            __r * 64usize
-                              + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
-                                ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) * 2) as u32,
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[0], __bq[1]],
-                            [
-                              accumulator_16[__b],
-                              accumulator_16[__b + 1],
-                              accumulator_16[__b + 2],
-                              accumulator_16[__b + 3],
-                            ],
-                          );
-                          accumulator_16[__b] = __d[0];
-                          accumulator_16[__b + 1] = __d[1];
-                          accumulator_16[__b + 2] = __d[2];
-                          accumulator_16[__b + 3] = __d[3];
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[2], __bq[3]],
-                            [
-                              accumulator_16[__b],
-                              accumulator_16[__b + 1],
-                              accumulator_16[__b + 2],
-                              accumulator_16[__b + 3],
-                            ],
-                          );
-                          accumulator_16[__b] = __d[0];
-                          accumulator_16[__b + 1] = __d[1];
-                          accumulator_16[__b + 2] = __d[2];
-                          accumulator_16[__b + 3] = __d[3];
-                        },
-                      );
-                    },
-                  );
-                },
-              );
-            }
-            __ci += 1;
-            __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
-            __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
-          }
+          __ci += 1;
+          __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
+          __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
         }
       }
       ::kernel_std::__private::device::cp_async_wait_all();
