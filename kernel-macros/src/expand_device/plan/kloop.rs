@@ -230,8 +230,9 @@ impl DevicePlan<'_> {
         // The transposed staging costs registers (its copies, its fragment addresses): not in
         // tilings that already hold many per thread (accumulators and chunk bases), which reach
         // the register limit on sm_80 and would spill. And it costs a second K loop: the sm_80
-        // body (where every tiling runs `mma.sync`) does not take it yet, as it added four
-        // minutes to CI's device build; on sm_90a it serves the tilings too small for `wgmma`.
+        // body (where every tiling runs `mma.sync`) does not take it, as the device code of
+        // every small tiling would double (BENCHMARKS.md); on sm_90a it serves the tilings too
+        // small for `wgmma`.
         let chunks: usize = ops.iter().map(|o| (o.numel / 8).div_ceil(self.threads)).sum();
         if let Layout::Mma { tm, tn, .. } = layout {
             if tm * tn * 4 + chunks > MAX_TRANSPOSABLE_REGS || !self.target.has_wgmma() {
