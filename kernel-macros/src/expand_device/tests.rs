@@ -539,18 +539,20 @@ fn plans_schedule_each_loop() {
         assert_eq!(p.layouts[pp.acc], pp.layout);
         assert_eq!(matches!(pp.layout, Layout::Mma { wg: true, .. }), target == Target::Sm90a, "{target:?}");
         assert!(p.split_loop.is_some() && p.split.is_none(), "a plain entry of a splittable loop");
-        // `wgmma` takes transposed operands through tensor maps; the sm_80 body stages as written.
+        // Four warps: `wgmma` with tensor maps on sm_90a; the sm_80 body stages as written.
         assert!(pp.ops.iter().all(|o| !o.transposable), "{target:?}");
     }
-    // On sm_90a with 2 warps (`mma.sync`), B (whose `% N` columns hide its strides) may be staged
-    // transposed, as chosen at run time; A's rows are contiguous (`+ offs_k`).
+    // Two warps (`mma.sync` on every architecture): B (whose `% N` columns hide its strides) may
+    // be staged transposed, as chosen at run time; A's rows are contiguous (`+ offs_k`).
     let (_, inst) = expand("", &matmul(3, 32, "").replace("num_warps = 4", "num_warps = 2"));
     let (k, vals, warps, stages) = &inst[0];
-    let p = plan_of(k, vals, *warps, *stages, Target::Sm90a);
-    let Schedule::Pipelined(pp) = only_loop(&p) else { panic!("not pipelined:\n{p}") };
-    assert!(matches!(pp.layout, Layout::Mma { wg: false, .. }), "{}", pp.layout);
-    let transposable: Vec<bool> = pp.ops.iter().map(|o| o.transposable).collect();
-    assert_eq!(transposable, [false, true]);
+    for target in [Target::Sm80, Target::Sm90a] {
+        let p = plan_of(k, vals, *warps, *stages, target);
+        let Schedule::Pipelined(pp) = only_loop(&p) else { panic!("not pipelined:\n{p}") };
+        assert!(matches!(pp.layout, Layout::Mma { wg: false, .. }), "{}", pp.layout);
+        let transposable: Vec<bool> = pp.ops.iter().map(|o| o.transposable).collect();
+        assert_eq!(transposable, [false, true], "{target:?}");
+    }
     // A store in the body: the loop runs as written, nothing copied ahead of the store.
     let (_, inst) = expand("", &matmul(3, 32, "store(c_ptr + offs_m, offs_m.to::<f16>());"));
     let (k, vals, warps, stages) = &inst[0];

@@ -229,13 +229,14 @@ impl DevicePlan<'_> {
         }
         // The transposed staging costs registers (its copies, its fragment addresses): not in
         // tilings that already hold many per thread (accumulators and chunk bases), which reach
-        // the register limit on sm_80 and would spill. And it costs a second K loop: the sm_80
-        // body (where every tiling runs `mma.sync`) does not take it, as the device code of
-        // every small tiling would double (BENCHMARKS.md); on sm_90a it serves the tilings too
-        // small for `wgmma`.
+        // the register limit on sm_80 and would spill. And it costs a second K loop: only in
+        // bodies of fewer than four warps, which run `mma.sync` on every architecture (a `wgmma`
+        // takes a whole warpgroup); larger tilings take tensor maps on sm_90a, and a second loop
+        // in each of their sm_80 bodies would double the device code of the crate's small
+        // tilings (BENCHMARKS.md).
         let chunks: usize = ops.iter().map(|o| (o.numel / 8).div_ceil(self.threads)).sum();
         if let Layout::Mma { tm, tn, .. } = layout {
-            if tm * tn * 4 + chunks > MAX_TRANSPOSABLE_REGS || !self.target.has_wgmma() {
+            if tm * tn * 4 + chunks > MAX_TRANSPOSABLE_REGS || self.threads >= 128 {
                 ops.iter_mut().for_each(|o| o.transposable = false);
             }
         }
